@@ -1,0 +1,164 @@
+//! Communicator management and the engine's internal collectives (barrier, small allgather)
+//! that communicator creation needs. They run on the communicator's internal context
+//! (`ctx + 1`) so they never match user messages.
+//!
+//! Context ids: every process keeps `next_ctx`, larger than any id it uses. A new
+//! communicator takes the maximum `next_ctx` over the parent's members, so the id is unused at
+//! every member; disjoint groups created by one split may share an id, which is harmless
+//! because no message flows between them on it.
+
+use crate::comm::CommState;
+use crate::error::{Error, Result};
+use crate::CommId;
+use crate::Engine;
+
+const TAG_BARRIER: i32 = 1;
+const TAG_GATHER: i32 = 2;
+const TAG_BCAST: i32 = 3;
+
+/// Color that leaves a process out of every new communicator in [`Engine::comm_split`].
+pub const UNDEFINED: i32 = -1;
+
+impl Engine {
+    fn isend_internal(&mut self, c: CommId, buf: &[u8], dst: u32, tag: i32) -> Result<()> {
+        // SAFETY: blocking: `buf` outlives the call and the request is waited for here.
+        let id = unsafe { self.isend_ctx(c, 1, buf.as_ptr(), buf.len(), dst, tag, false)? };
+        if let Some(id) = id {
+            self.wait(id)?;
+        }
+        Ok(())
+    }
+
+    fn recv_internal(&mut self, c: CommId, buf: &mut [u8], src: u32, tag: i32) -> Result<usize> {
+        // SAFETY: blocking: `buf` outlives the call and the request is waited for here.
+        let id = unsafe { self.irecv_ctx(c, 1, buf.as_mut_ptr(), buf.len(), src as i32, tag)? };
+        Ok(self.wait(id)?.count)
+    }
+
+    /// Block until every member of `c` has entered the barrier (dissemination algorithm:
+    /// ⌈log₂ n⌉ rounds of one zero-byte message each way).
+    pub fn barrier(&mut self, c: CommId) -> Result<()> {
+        let (rank, size) = (self.comm_rank(c)?, self.comm_size(c)?);
+        let mut dist = 1;
+        while dist < size {
+            let to = (rank + dist) % size;
+            let from = (rank + size - dist) % size;
+            // SAFETY: zero-length buffers; the requests are waited for below.
+            let s = unsafe { self.isend_ctx(c, 1, std::ptr::null(), 0, to, TAG_BARRIER, true)? }
+                .expect("request forced");
+            // SAFETY: as above.
+            let r = unsafe { self.irecv_ctx(c, 1, std::ptr::null_mut(), 0, from as i32, TAG_BARRIER)? };
+            let res = self.wait_all(&[s, r]);
+            res?;
+            dist *= 2;
+        }
+        Ok(())
+    }
+
+    /// Gather `mine` (same length everywhere) from every member of `c` to every member, in
+    /// rank order (linear gather to rank 0, then broadcast; used only for communicator
+    /// creation, which is not a hot path).
+    pub(crate) fn allgather_small(&mut self, c: CommId, mine: &[u8]) -> Result<Vec<u8>> {
+        let (rank, size) = (self.comm_rank(c)?, self.comm_size(c)? as usize);
+        let n = mine.len();
+        let mut all = vec![0u8; n * size];
+        if rank == 0 {
+            all[..n].copy_from_slice(mine);
+            for r in 1..size {
+                let got = self.recv_internal(c, &mut all[r * n..(r + 1) * n], r as u32, TAG_GATHER)?;
+                if got != n {
+                    return Err(Error::InvalidArg("communicator creation: member sent a bad record".into()));
+                }
+            }
+            for r in 1..size {
+                self.isend_internal(c, &all, r as u32, TAG_BCAST)?;
+            }
+        } else {
+            self.isend_internal(c, mine, 0, TAG_GATHER)?;
+            let got = self.recv_internal(c, &mut all, 0, TAG_BCAST)?;
+            if got != all.len() {
+                return Err(Error::InvalidArg("communicator creation: bad broadcast record".into()));
+            }
+        }
+        Ok(all)
+    }
+
+    fn install_comm(&mut self, ctx: u32, rank: u32, world_of: Vec<u32>) -> Result<CommId> {
+        let id = self.core.comms.insert(CommState { ctx, rank, world_of, acked: 0 });
+        self.core.next_ctx = self.core.next_ctx.max(ctx + 2);
+        for x in [ctx, ctx + 1] {
+            let qs = self.core.q.ctx(x).ok_or(Error::InvalidArg("context ids exhausted".into()))?;
+            qs.comm = Some(id);
+            qs.retired = false;
+            // Messages that arrived before the communicator existed were not checked yet.
+            let comm = self.core.comms.get(id)?;
+            let before = qs.unexpected.len();
+            qs.unexpected.retain(|u| comm.world_of.get(u.src as usize) == Some(&u.src_world));
+            self.core.stats.malformed += (before - qs.unexpected.len()) as u64;
+        }
+        Ok(id)
+    }
+
+    /// Duplicate `c`: same group, new context. Collective over `c`.
+    pub fn comm_dup(&mut self, c: CommId) -> Result<CommId> {
+        let all = self.allgather_small(c, &self.core.next_ctx.to_le_bytes())?;
+        let ctx = all.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4"))).max().unwrap_or(2);
+        let comm = self.core.comms.get(c)?;
+        let (rank, world_of) = (comm.rank, comm.world_of.clone());
+        self.install_comm(ctx, rank, world_of)
+    }
+
+    /// Split `c` by `color` (≥ 0, or [`UNDEFINED`] to get no communicator), ordering each new
+    /// group by `key` then by rank in `c`. Collective over `c`.
+    pub fn comm_split(&mut self, c: CommId, color: i32, key: i32) -> Result<Option<CommId>> {
+        if color < 0 && color != UNDEFINED {
+            return Err(Error::InvalidArg(format!("split color {color}: must be ≥ 0 or UNDEFINED")));
+        }
+        let mut rec = [0u8; 12];
+        rec[..4].copy_from_slice(&color.to_le_bytes());
+        rec[4..8].copy_from_slice(&key.to_le_bytes());
+        rec[8..].copy_from_slice(&self.core.next_ctx.to_le_bytes());
+        let all = self.allgather_small(c, &rec)?;
+        let field = |r: &[u8], i: usize| i32::from_le_bytes(r[i..i + 4].try_into().expect("4"));
+        let ctx = all.chunks_exact(12).map(|r| field(r, 8) as u32).max().unwrap_or(2);
+        // Every member moves past the new id, even those that get no communicator, so that
+        // ids stay unique per process.
+        self.core.next_ctx = self.core.next_ctx.max(ctx + 2);
+        if color == UNDEFINED {
+            return Ok(None);
+        }
+        let parent = self.core.comms.get(c)?;
+        let mut members: Vec<(i32, u32, u32)> = all
+            .chunks_exact(12)
+            .enumerate()
+            .filter(|(_, r)| field(r, 0) == color)
+            .map(|(i, r)| (field(r, 4), i as u32, parent.world_of[i]))
+            .collect();
+        members.sort();
+        let me = parent.rank;
+        let rank = members.iter().position(|m| m.1 == me).expect("self is a member") as u32;
+        let world_of = members.into_iter().map(|m| m.2).collect();
+        self.install_comm(ctx, rank, world_of).map(Some)
+    }
+
+    /// Free `c`. Receives still posted on it complete with `InvalidComm`; messages that arrive
+    /// for it later are dropped. Freeing the world communicator is refused.
+    pub fn comm_free(&mut self, c: CommId) -> Result<()> {
+        if c == self.core.world {
+            return Err(Error::InvalidArg("the world communicator cannot be freed".into()));
+        }
+        let comm = self.core.comms.remove(c)?;
+        for x in [comm.ctx, comm.ctx + 1] {
+            if let Some(qs) = self.core.q.ctx(x) {
+                qs.retired = true;
+                qs.comm = None;
+                qs.unexpected.clear();
+                let posted: Vec<_> = qs.posted.drain(..).collect();
+                for p in posted {
+                    self.core.finish(p.req, Err(Error::InvalidComm));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1070 @@
+//! The progress engine: point-to-point send/receive paths, rendezvous, progress and failures.
+//!
+//! One engine per process, driven from the caller's thread: every blocking call and every
+//! test/wait runs [`Engine::progress`]. Message path: `isend` → route table → transport
+//! `try_send` (or the per-destination pending queue when the transport is full); arrival:
+//! transport `poll` → [`Core::on_message`] → posted-receive match or unexpected queue.
+//! Large messages use rendezvous: RTS (carrying the exposed buffer) → receiver `get` straight
+//! into the user buffer → FIN back to the sender.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::buffer::UserBuf;
+use crate::comm::{CommState, Comms};
+use crate::error::{Error, Result};
+use crate::failure::Failures;
+use crate::matching::{Arrived, Matching, Posted, Unexpected};
+use crate::request::{Phase, Req, ReqId, Requests};
+use crate::transport::{class, GetStatus, Header, RKey, Transport, TransportError};
+use crate::{CommId, Status, ANY_SOURCE, ANY_TAG, MAX_TAG};
+
+const ROUTE_SELF: u8 = u8::MAX;
+const ROUTE_NONE: u8 = u8::MAX - 1;
+/// RTS payload: sender request id (8 bytes) + remote key.
+const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
+
+/// How waiting callers spend idle time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// Spin on progress (lowest latency; one rank per core).
+    Poll,
+    /// Yield the core after a short spin (more ranks than cores).
+    Yield,
+}
+
+/// Engine settings (the facade fills them from `WEFT_*` variables).
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Idle behaviour of blocking calls.
+    pub progress: ProgressMode,
+    /// Period of the slow path (failure polling of transports and runtime).
+    pub slow_period: Duration,
+    /// Largest message a transport may send eagerly, capped by the transport's own limit.
+    pub eager_limit: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            progress: ProgressMode::Poll,
+            slow_period: Duration::from_micros(200),
+            eager_limit: usize::MAX,
+        }
+    }
+}
+
+/// Counters for tests and diagnostics.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// Messages handed to each transport, by transport index (eager, RTS and FIN).
+    pub sent_by_transport: Vec<u64>,
+    /// Messages delivered to self without a transport.
+    pub sent_self: u64,
+    /// Rendezvous transfers completed as receiver.
+    pub rndv_gets: u64,
+    /// Messages that arrived before their receive was posted.
+    pub unexpected: u64,
+    /// Malformed messages dropped.
+    pub malformed: u64,
+    /// Last malformed message seen, if any.
+    pub last_malformed: Option<Error>,
+}
+
+/// A message waiting for transport space, in per-destination FIFO order.
+struct Outgoing {
+    hdr: Header,
+    body: Body,
+    /// Eager sends complete when handed to the transport.
+    complete: Option<ReqId>,
+}
+
+enum Body {
+    User(UserBuf),
+    Inline([u8; RTS_BODY], u8),
+}
+
+impl Body {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Body::User(b) => b.as_slice(),
+            Body::Inline(a, n) => &a[..*n as usize],
+        }
+    }
+}
+
+/// A matched RTS whose data must be read.
+struct RndvTodo {
+    req: ReqId,
+    peer_world: u32,
+    sreq: u64,
+    ctx: u32,
+    key: RKey,
+    len: usize,
+    status: Status,
+}
+
+/// An asynchronous read in flight.
+struct GetInFlight {
+    token: u64,
+    transport: usize,
+    req: ReqId,
+    peer_world: u32,
+    sreq: u64,
+    ctx: u32,
+}
+
+/// Everything except the transports, so that a transport's `poll` can borrow the transport
+/// while the sink borrows the rest.
+pub(crate) struct Core {
+    pub(crate) me: u32,
+    route: Vec<u8>,
+    pub(crate) comms: Comms,
+    pub(crate) world: CommId,
+    pub(crate) q: Matching,
+    pub(crate) reqs: Requests,
+    pending: Vec<VecDeque<Outgoing>>,
+    n_pending: usize,
+    rndv_todo: Vec<RndvTodo>,
+    /// Exposures whose FIN arrived; withdrawn after the poll that saw it.
+    unexpose_todo: Vec<(u32, RKey)>,
+    gets: Vec<GetInFlight>,
+    pub(crate) failed: Failures,
+    pub(crate) next_ctx: u32,
+    pub(crate) stats: Stats,
+}
+
+/// The progress engine of one process.
+pub struct Engine {
+    transports: Vec<Box<dyn Transport>>,
+    eager: Vec<usize>,
+    failure_sources: Vec<Box<dyn FnMut(&mut Vec<u32>)>>,
+    pub(crate) core: Core,
+    cfg: EngineConfig,
+    idle: u32,
+    last_slow: Instant,
+    scratch: Vec<u32>,
+}
+
+fn user_status(source: u32, tag: i32, count: usize) -> Status {
+    Status { source, tag, count }
+}
+
+fn check_tag(tag: i32, wildcard_ok: bool) -> Result<()> {
+    if (0..=MAX_TAG).contains(&tag) || (wildcard_ok && tag == ANY_TAG) {
+        Ok(())
+    } else {
+        Err(Error::InvalidTag(tag))
+    }
+}
+
+impl Engine {
+    /// An engine for world rank `me` of `nprocs`, with no transports yet (only self-sends).
+    pub fn new(me: u32, nprocs: u32, cfg: EngineConfig) -> Engine {
+        let mut comms = Comms::default();
+        let world = comms.insert(CommState {
+            ctx: 0,
+            rank: me,
+            world_of: (0..nprocs).collect(),
+            acked: 0,
+        });
+        let mut q = Matching::default();
+        for ctx in [0, 1] {
+            q.ctx(ctx).expect("ctx 0/1 in range").comm = Some(world);
+        }
+        let mut route = vec![ROUTE_NONE; nprocs as usize];
+        if let Some(r) = route.get_mut(me as usize) {
+            *r = ROUTE_SELF;
+        }
+        Engine {
+            transports: Vec::new(),
+            eager: Vec::new(),
+            failure_sources: Vec::new(),
+            core: Core {
+                me,
+                route,
+                comms,
+                world,
+                q,
+                reqs: Requests::default(),
+                pending: (0..nprocs).map(|_| VecDeque::new()).collect(),
+                n_pending: 0,
+                rndv_todo: Vec::new(),
+                unexpose_todo: Vec::new(),
+                gets: Vec::new(),
+                failed: Failures::new(nprocs),
+                next_ctx: 2,
+                stats: Stats::default(),
+            },
+            cfg,
+            idle: 0,
+            last_slow: Instant::now(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Add a transport that reaches the world ranks `peers`; returns its index.
+    /// A later transport does not override an earlier one for the same peer.
+    pub fn add_transport(&mut self, t: Box<dyn Transport>, peers: &[u32]) -> usize {
+        let idx = self.transports.len();
+        assert!(idx < ROUTE_NONE as usize, "too many transports");
+        for &p in peers {
+            if let Some(r) = self.core.route.get_mut(p as usize) {
+                if *r == ROUTE_NONE {
+                    *r = idx as u8;
+                }
+            }
+        }
+        self.eager.push(t.eager_limit().min(self.cfg.eager_limit));
+        self.transports.push(t);
+        self.core.stats.sent_by_transport.push(0);
+        idx
+    }
+
+    /// Add an out-of-band failure source (the runtime's termination events), polled on the
+    /// slow path.
+    pub fn add_failure_source(&mut self, f: Box<dyn FnMut(&mut Vec<u32>)>) {
+        self.failure_sources.push(f);
+    }
+
+    /// Name of the transport that carries traffic to world rank `peer` ("self", "none", ...).
+    pub fn route_name(&self, peer: u32) -> &'static str {
+        match self.core.route.get(peer as usize) {
+            Some(&ROUTE_SELF) => "self",
+            Some(&r) if (r as usize) < self.transports.len() => self.transports[r as usize].name(),
+            _ => "none",
+        }
+    }
+
+    /// The world communicator.
+    pub fn world(&self) -> CommId {
+        self.core.world
+    }
+
+    /// This process's world rank.
+    pub fn world_rank(&self) -> u32 {
+        self.core.me
+    }
+
+    /// Rank of this process in `c`.
+    pub fn comm_rank(&self, c: CommId) -> Result<u32> {
+        Ok(self.core.comms.get(c)?.rank)
+    }
+
+    /// Size of `c`.
+    pub fn comm_size(&self, c: CommId) -> Result<u32> {
+        Ok(self.core.comms.get(c)?.size())
+    }
+
+    /// World rank of rank `r` of `c`.
+    pub fn comm_world_rank(&self, c: CommId, r: u32) -> Result<u32> {
+        self.core.comms.get(c)?.world_dest(r)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.core.stats
+    }
+
+    /// Number of requests not yet completed by test/wait.
+    pub fn live_requests(&self) -> usize {
+        self.core.reqs.live()
+    }
+
+    /// Messages waiting in per-destination queues for transport space.
+    pub fn pending_sends(&self) -> usize {
+        self.core.n_pending
+    }
+
+    /// True while `id` names a request that test/wait has not returned yet.
+    pub fn is_pending(&self, id: ReqId) -> bool {
+        self.core.reqs.get(id).is_some()
+    }
+
+    /// Withdraw a request that has not started moving data: a posted receive that has not
+    /// matched, or an eager send still queued for transport space. Returns true if it was
+    /// cancelled (and freed); false if it is already under way or done (wait for it).
+    pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
+        let r = self.core.reqs.get(id).ok_or(Error::InvalidRequest)?;
+        match r.phase {
+            Phase::RecvPosted => {
+                let ctx = self.core.comms.get(r.comm).map(|c| c.ctx).ok();
+                for x in ctx.into_iter().flat_map(|c| [c, c + 1]) {
+                    if let Some(qs) = self.core.q.ctx(x) {
+                        qs.posted.retain(|p| p.req != id);
+                    }
+                }
+            }
+            Phase::SendQueued => {
+                let w = r.peer_world as usize;
+                let before = self.core.pending[w].len();
+                self.core.pending[w].retain(|o| o.complete != Some(id));
+                self.core.n_pending -= before - self.core.pending[w].len();
+            }
+            _ => return Ok(false),
+        }
+        self.core.reqs.remove(id);
+        Ok(true)
+    }
+
+    // ----------------------------------------------------------------------------- send
+
+    /// Blocking send of `buf` to rank `dst` of `c` with `tag`.
+    pub fn send(&mut self, c: CommId, buf: &[u8], dst: u32, tag: i32) -> Result<()> {
+        // SAFETY: `buf` is borrowed for the whole call and the request is waited for before
+        // returning, so the engine never touches it after this function returns.
+        let id = unsafe { self.isend_ctx(c, 0, buf.as_ptr(), buf.len(), dst, tag, false)? };
+        match id {
+            None => Ok(()),
+            Some(id) => self.wait(id).map(|_| ()),
+        }
+    }
+
+    /// Start a send; the request completes when `buf` may be reused.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for reads of `len` bytes, and must not be written, until the
+    /// request has completed (test/wait returned it).
+    pub unsafe fn isend(
+        &mut self,
+        c: CommId,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+    ) -> Result<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.isend_ctx(c, 0, buf, len, dst, tag, true) }.map(|r| r.expect("req forced"))
+    }
+
+    /// The send path. `coll` selects the internal context (`ctx + 1`). With `want_req` false
+    /// an eager send that completes at once returns `None` (no request allocated).
+    ///
+    /// # Safety
+    /// As [`Engine::isend`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn isend_ctx(
+        &mut self,
+        c: CommId,
+        coll: u32,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+        want_req: bool,
+    ) -> Result<Option<ReqId>> {
+        if buf.is_null() && len > 0 {
+            return Err(Error::InvalidArg("null send buffer with nonzero length".into()));
+        }
+        check_tag(tag, false)?;
+        let comm = self.core.comms.get(c)?;
+        let w = comm.world_dest(dst)?;
+        if self.core.failed.is_failed(w) {
+            return Err(Error::ProcFailed { ranks: vec![dst] });
+        }
+        let hdr = Header {
+            class: class::EAGER,
+            flags: 0,
+            reserved: 0,
+            ctx: comm.ctx + coll,
+            src: comm.rank,
+            tag,
+            len: len as u64,
+        };
+        // SAFETY: the caller guarantees buf/len validity until the request completes.
+        let ubuf = unsafe { UserBuf::new(buf as *mut u8, len) };
+        let status = user_status(dst, tag, len);
+        let route = self.core.route[w as usize];
+        if route == ROUTE_SELF {
+            self.core.stats.sent_self += 1;
+            self.core.on_message(w, &hdr, ubuf.as_slice());
+            return Ok(self.done_req(want_req, c, w, dst, tag, Ok(status)));
+        }
+        if route == ROUTE_NONE {
+            return Err(Error::Transport(TransportError::Invalid(format!(
+                "no transport reaches world rank {w}"
+            ))));
+        }
+        let t = route as usize;
+        if len <= self.eager[t] {
+            if self.core.pending[w as usize].is_empty()
+                && self.transports[t].try_send(w, &hdr, ubuf.as_slice()).map_err(|e| self.core.tx_err(e, dst))?
+            {
+                self.core.stats.sent_by_transport[t] += 1;
+                return Ok(self.done_req(want_req, c, w, dst, tag, Ok(status)));
+            }
+            let id = self.core.reqs.insert(Req {
+                comm: c,
+                peer_world: w,
+                peer: dst as i32,
+                tag,
+                buf: ubuf,
+                is_send: true,
+                phase: Phase::SendQueued,
+            });
+            self.core.enqueue(w, Outgoing { hdr, body: Body::User(ubuf), complete: Some(id) });
+            return Ok(Some(id));
+        }
+        // Rendezvous: expose the buffer, send an RTS carrying our request id and the key.
+        let key = self.transports[t].expose(w, buf, len)?;
+        let id = self.core.reqs.insert(Req {
+            comm: c,
+            peer_world: w,
+            peer: dst as i32,
+            tag,
+            buf: ubuf,
+            is_send: true,
+            phase: Phase::SendAwaitFin { key },
+        });
+        let mut body = [0u8; RTS_BODY];
+        body[..8].copy_from_slice(&id.to_raw().to_le_bytes());
+        body[8..].copy_from_slice(&key);
+        let hdr = Header { class: class::RTS, ..hdr };
+        let out = Outgoing { hdr, body: Body::Inline(body, RTS_BODY as u8), complete: None };
+        self.send_or_queue(t, w, out);
+        Ok(Some(id))
+    }
+
+    fn done_req(
+        &mut self,
+        want_req: bool,
+        c: CommId,
+        w: u32,
+        peer: u32,
+        tag: i32,
+        res: Result<Status>,
+    ) -> Option<ReqId> {
+        want_req.then(|| {
+            self.core.reqs.insert(Req {
+                comm: c,
+                peer_world: w,
+                peer: peer as i32,
+                tag,
+                buf: UserBuf::EMPTY,
+                is_send: true,
+                phase: Phase::Done(res),
+            })
+        })
+    }
+
+    /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
+    fn send_or_queue(&mut self, t: usize, w: u32, out: Outgoing) {
+        if self.core.pending[w as usize].is_empty() {
+            match self.transports[t].try_send(w, &out.hdr, out.body.bytes()) {
+                Ok(true) => {
+                    self.core.stats.sent_by_transport[t] += 1;
+                    return;
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    // The peer is gone: the failure sweep completes what waited on it.
+                    self.notify_failed(w);
+                    return;
+                }
+            }
+        }
+        self.core.enqueue(w, out);
+    }
+
+    // -------------------------------------------------------------------------- receive
+
+    /// Blocking receive into `buf` from `src` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]).
+    pub fn recv(&mut self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> Result<Status> {
+        // SAFETY: `buf` is borrowed mutably for the whole call and the request is waited for
+        // (or found complete) before returning.
+        let id = unsafe { self.irecv_ctx(c, 0, buf.as_mut_ptr(), buf.len(), src, tag)? };
+        self.wait(id)
+    }
+
+    /// Post a receive; the request completes when data is in `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for writes of `len` bytes, and must not be accessed otherwise,
+    /// until the request has completed.
+    pub unsafe fn irecv(
+        &mut self,
+        c: CommId,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.irecv_ctx(c, 0, buf, len, src, tag) }
+    }
+
+    /// # Safety
+    /// As [`Engine::irecv`].
+    pub(crate) unsafe fn irecv_ctx(
+        &mut self,
+        c: CommId,
+        coll: u32,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<ReqId> {
+        if buf.is_null() && len > 0 {
+            return Err(Error::InvalidArg("null receive buffer with nonzero length".into()));
+        }
+        check_tag(tag, true)?;
+        let comm = self.core.comms.get(c)?;
+        let size = comm.size();
+        let src_world = if src == ANY_SOURCE {
+            u32::MAX
+        } else if src >= 0 && (src as u32) < size {
+            comm.world_of[src as usize]
+        } else {
+            return Err(Error::InvalidRank { rank: src as i64, size });
+        };
+        let ctx = comm.ctx + coll;
+        // SAFETY: the caller guarantees buf/len validity until the request completes.
+        let ubuf = unsafe { UserBuf::new(buf, len) };
+        let mut req =
+            Req { comm: c, peer_world: src_world, peer: src, tag, buf: ubuf, is_send: false, phase: Phase::RecvPosted };
+        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        if let Some(u) = qs.take_unexpected(src, tag) {
+            let status = user_status(u.src, u.tag, u.data.len());
+            match u.data {
+                Arrived::Eager(data) => {
+                    ubuf.fill(&data);
+                    req.phase = Phase::Done(Core::recv_result(status, ubuf.len()));
+                    return Ok(self.core.reqs.insert(req));
+                }
+                Arrived::Rts { sreq, key, len } => {
+                    let id = self.core.reqs.insert(req);
+                    self.core.rndv_todo.push(RndvTodo {
+                        req: id,
+                        peer_world: u.src_world,
+                        sreq,
+                        ctx,
+                        key,
+                        len: len as usize,
+                        status,
+                    });
+                    self.run_rndv();
+                    return Ok(id);
+                }
+            }
+        }
+        if src_world != u32::MAX && self.core.failed.is_failed(src_world) {
+            return Err(Error::ProcFailed { ranks: vec![src as u32] });
+        }
+        let id = self.core.reqs.insert(req);
+        let qs = self.core.q.ctx(ctx).expect("checked above");
+        qs.posted.push_back(Posted { src, tag, req: id });
+        Ok(id)
+    }
+
+    /// Start the reads of matched RTS messages (after a poll, or when a receive matched one).
+    fn run_rndv(&mut self) {
+        while let Some(todo) = self.core.rndv_todo.pop() {
+            let Some(req) = self.core.reqs.get(todo.req) else { continue };
+            let buf = req.buf;
+            let n = todo.len.min(buf.len());
+            let t = self.core.route[todo.peer_world as usize];
+            if t as usize >= self.transports.len() {
+                self.core.finish(todo.req, Err(Error::ProcFailed { ranks: vec![todo.status.source] }));
+                continue;
+            }
+            // SAFETY: the receive request owns `buf` (valid for writes of buf.len() ≥ n bytes)
+            // until it completes, and it completes only after the read is done.
+            let r = unsafe { self.transports[t as usize].get(todo.peer_world, &todo.key, buf.ptr(), n) };
+            match r {
+                Ok(GetStatus::Done) => {
+                    self.core.stats.rndv_gets += 1;
+                    self.core.finish(todo.req, Core::recv_result(todo.status, buf.len()));
+                    self.send_fin(t as usize, todo.peer_world, todo.ctx, todo.sreq);
+                }
+                Ok(GetStatus::Pending(token)) => {
+                    if let Some(r) = self.core.reqs.get_mut(todo.req) {
+                        r.phase = Phase::RecvGetting { status: todo.status };
+                    }
+                    self.core.gets.push(GetInFlight {
+                        token,
+                        transport: t as usize,
+                        req: todo.req,
+                        peer_world: todo.peer_world,
+                        sreq: todo.sreq,
+                        ctx: todo.ctx,
+                    });
+                }
+                Err(e) => {
+                    let err = self.core.tx_err(e, todo.status.source);
+                    self.core.finish(todo.req, Err(err));
+                }
+            }
+        }
+    }
+
+    fn send_fin(&mut self, t: usize, w: u32, ctx: u32, sreq: u64) {
+        let hdr = Header { class: class::FIN, flags: 0, reserved: 0, ctx, src: 0, tag: 0, len: sreq };
+        self.send_or_queue(t, w, Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None });
+    }
+
+    // ------------------------------------------------------------------------- progress
+
+    /// Make progress on every transport once; returns how many events happened.
+    pub fn progress(&mut self) -> usize {
+        let mut n = 0;
+        let core = &mut self.core;
+        for t in self.transports.iter_mut() {
+            n += t.poll(64, &mut |peer, h, p| core.on_message(peer, h, p));
+        }
+        if !self.core.rndv_todo.is_empty() {
+            self.run_rndv();
+        }
+        if !self.core.unexpose_todo.is_empty() {
+            for (w, key) in std::mem::take(&mut self.core.unexpose_todo) {
+                let t = self.core.route[w as usize] as usize;
+                if let Some(t) = self.transports.get_mut(t) {
+                    t.unexpose(w, &key);
+                }
+            }
+        }
+        if self.core.n_pending > 0 {
+            n += self.flush_pending();
+        }
+        if !self.core.gets.is_empty() {
+            n += self.poll_gets();
+        }
+        if n == 0 {
+            self.idle = self.idle.wrapping_add(1);
+            if self.idle % 64 == 0 && self.last_slow.elapsed() >= self.cfg.slow_period {
+                self.slow_path();
+            }
+        }
+        n
+    }
+
+    /// Poll failure sources now (normally done on the slow path every `slow_period`).
+    pub fn slow_path(&mut self) {
+        self.last_slow = Instant::now();
+        let mut found = std::mem::take(&mut self.scratch);
+        for t in self.transports.iter_mut() {
+            t.poll_failures(&mut found);
+        }
+        for s in self.failure_sources.iter_mut() {
+            s(&mut found);
+        }
+        if !found.is_empty() {
+            // Deliver everything a dead peer managed to send before declaring it failed:
+            // data already accepted by a transport is never lost.
+            for _ in 0..1024 {
+                let core = &mut self.core;
+                let mut n = 0;
+                for t in self.transports.iter_mut() {
+                    n += t.poll(usize::MAX, &mut |peer, h, p| core.on_message(peer, h, p));
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            if !self.core.rndv_todo.is_empty() {
+                self.run_rndv();
+            }
+        }
+        for w in found.drain(..) {
+            self.notify_failed(w);
+        }
+        self.scratch = found;
+    }
+
+    fn flush_pending(&mut self) -> usize {
+        let mut sent = 0;
+        for w in 0..self.core.pending.len() {
+            while let Some(out) = self.core.pending[w].front() {
+                let t = self.core.route[w] as usize;
+                match self.transports[t].try_send(w as u32, &out.hdr, out.body.bytes()) {
+                    Ok(true) => {
+                        self.core.stats.sent_by_transport[t] += 1;
+                        let out = self.core.pending[w].pop_front().expect("front exists");
+                        self.core.n_pending -= 1;
+                        sent += 1;
+                        if let Some(id) = out.complete {
+                            let st = user_status(out.hdr.src, out.hdr.tag, out.hdr.len as usize);
+                            let dst = self.core.reqs.get(id).map_or(0, |r| r.peer as u32);
+                            self.core.finish(id, Ok(Status { source: dst, ..st }));
+                        }
+                    }
+                    Ok(false) => break,
+                    Err(_) => {
+                        self.notify_failed(w as u32);
+                        break;
+                    }
+                }
+            }
+            if self.core.n_pending == 0 {
+                break;
+            }
+        }
+        sent
+    }
+
+    fn poll_gets(&mut self) -> usize {
+        let mut done = Vec::new();
+        let mut n = 0;
+        for t in 0..self.transports.len() {
+            self.transports[t].poll_gets(&mut done);
+            for (token, res) in done.drain(..) {
+                let Some(i) = self.core.gets.iter().position(|g| g.token == token && g.transport == t) else {
+                    continue;
+                };
+                let g = self.core.gets.swap_remove(i);
+                n += 1;
+                let Some(Req { phase: Phase::RecvGetting { status, .. }, buf, .. }) = self.core.reqs.get(g.req)
+                else {
+                    continue;
+                };
+                let (status, cap) = (*status, buf.len());
+                match res {
+                    Ok(()) => {
+                        self.core.finish(g.req, Core::recv_result(status, cap));
+                        self.send_fin(t, g.peer_world, g.ctx, g.sreq);
+                    }
+                    Err(e) => {
+                        let err = self.core.tx_err(e, status.source);
+                        self.core.finish(g.req, Err(err));
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// Spend one idle iteration of a wait loop according to the progress mode.
+    #[inline]
+    pub(crate) fn idle_wait(&mut self, spins: &mut u32) {
+        if self.progress() > 0 {
+            *spins = 0;
+            return;
+        }
+        *spins += 1;
+        if self.cfg.progress == ProgressMode::Yield && *spins >= 16 {
+            std::thread::yield_now();
+        }
+    }
+
+    // ------------------------------------------------------------------------- failures
+
+    /// Record that world rank `w` failed and complete, with `ProcFailed`, every operation that
+    /// can no longer finish: sends to it, receives naming it, rendezvous with it.
+    pub fn notify_failed(&mut self, w: u32) {
+        if w == self.core.me || !self.core.failed.insert(w) {
+            return;
+        }
+        let core = &mut self.core;
+        let dropped = core.pending.get_mut(w as usize).map(std::mem::take).unwrap_or_default();
+        core.n_pending -= dropped.len();
+        let mut to_unexpose = Vec::new();
+        let comms = &core.comms;
+        core.reqs.for_each_mut(|_, r| {
+            if r.peer_world != w || matches!(r.phase, Phase::Done(_)) {
+                return;
+            }
+            if let Phase::SendAwaitFin { key } = r.phase {
+                to_unexpose.push(key);
+            }
+            let rank = comms.get(r.comm).ok().and_then(|c| c.rank_of_world(w)).unwrap_or(w);
+            r.phase = Phase::Done(Err(Error::ProcFailed { ranks: vec![rank] }));
+        });
+        core.gets.retain(|g| g.peer_world != w);
+        let reqs = &core.reqs;
+        for qs in core.q.iter_mut() {
+            qs.posted.retain(|p| matches!(reqs.get(p.req), Some(Req { phase: Phase::RecvPosted, .. })));
+        }
+        let t = core.route[w as usize];
+        if (t as usize) < self.transports.len() {
+            for key in to_unexpose {
+                self.transports[t as usize].unexpose(w, &key);
+            }
+        }
+    }
+
+    /// World ranks known to have failed, in order of detection.
+    pub fn failed_world_ranks(&self) -> &[u32] {
+        &self.core.failed.list
+    }
+
+    /// Ranks of `c` known to have failed.
+    pub fn get_failed(&self, c: CommId) -> Result<Vec<u32>> {
+        let comm = self.core.comms.get(c)?;
+        Ok(self.core.failed.list.iter().filter_map(|&w| comm.rank_of_world(w)).collect())
+    }
+
+    /// Acknowledge every failure known now on `c`: wildcard receives on `c` stop reporting
+    /// `ProcFailedPending` for them. Returns how many failed ranks of `c` are acknowledged.
+    pub fn ack_failed(&mut self, c: CommId) -> Result<usize> {
+        let n = self.core.failed.list.len();
+        let comm = self.core.comms.get_mut(c)?;
+        comm.acked = n;
+        let comm = self.core.comms.get(c)?;
+        Ok(self.core.failed.list.iter().filter(|&&w| comm.rank_of_world(w).is_some()).count())
+    }
+
+    /// True if `c` has members whose failure it has not acknowledged.
+    fn unacked_failure(&self, c: CommId) -> bool {
+        let Ok(comm) = self.core.comms.get(c) else { return false };
+        self.core.failed.list[comm.acked.min(self.core.failed.list.len())..]
+            .iter()
+            .any(|&w| comm.rank_of_world(w).is_some())
+    }
+
+    // ----------------------------------------------------------------- test and wait
+
+    /// Complete `id` if it is done: `Ok(Some(status))` (request freed), `Ok(None)` (still
+    /// pending), or the operation's error (request freed; except `ProcFailedPending`, which
+    /// leaves a wildcard receive pending).
+    pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
+        if !self.is_done(id)? {
+            self.progress();
+        }
+        self.take_if_done(id)
+    }
+
+    fn is_done(&self, id: ReqId) -> Result<bool> {
+        match self.core.reqs.get(id) {
+            None => Err(Error::InvalidRequest),
+            Some(r) => Ok(matches!(r.phase, Phase::Done(_))),
+        }
+    }
+
+    fn take_if_done(&mut self, id: ReqId) -> Result<Option<Status>> {
+        let r = self.core.reqs.get(id).ok_or(Error::InvalidRequest)?;
+        match r.phase {
+            Phase::Done(_) => {}
+            _ => {
+                if !r.is_send && r.peer == ANY_SOURCE && self.core.failed.any() && self.unacked_failure(r.comm) {
+                    return Err(Error::ProcFailedPending);
+                }
+                return Ok(None);
+            }
+        }
+        match self.core.reqs.remove(id).map(|r| r.phase) {
+            Some(Phase::Done(res)) => res.map(Some),
+            _ => unreachable!("checked Done above"),
+        }
+    }
+
+    /// Wait for `id` to complete.
+    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+        let mut spins = 0;
+        loop {
+            if let Some(st) = self.take_if_done(id)? {
+                return Ok(st);
+            }
+            self.idle_wait(&mut spins);
+        }
+    }
+
+    /// Wait for every request; returns all statuses, or the first error after all completed.
+    pub fn wait_all(&mut self, ids: &[ReqId]) -> Result<Vec<Status>> {
+        let mut out: Vec<Option<Result<Status>>> = ids.iter().map(|_| None).collect();
+        let mut left = ids.len();
+        let mut spins = 0;
+        while left > 0 {
+            for (i, &id) in ids.iter().enumerate() {
+                if out[i].is_some() {
+                    continue;
+                }
+                match self.take_if_done(id) {
+                    Ok(None) => {}
+                    Ok(Some(st)) => {
+                        out[i] = Some(Ok(st));
+                        left -= 1;
+                    }
+                    Err(e) => {
+                        out[i] = Some(Err(e));
+                        left -= 1;
+                    }
+                }
+            }
+            if left > 0 {
+                self.idle_wait(&mut spins);
+            }
+        }
+        out.into_iter().map(|r| r.expect("all filled")).collect()
+    }
+
+    /// Wait until one request completes; returns its index and status (or its error).
+    pub fn wait_any(&mut self, ids: &[ReqId]) -> Result<(usize, Status)> {
+        if ids.is_empty() {
+            return Err(Error::InvalidArg("wait_any on an empty request list".into()));
+        }
+        let mut spins = 0;
+        loop {
+            let mut valid = 0;
+            for (i, &id) in ids.iter().enumerate() {
+                match self.take_if_done(id) {
+                    Ok(Some(st)) => return Ok((i, st)),
+                    Ok(None) => valid += 1,
+                    Err(Error::InvalidRequest) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if valid == 0 {
+                return Err(Error::InvalidRequest);
+            }
+            self.idle_wait(&mut spins);
+        }
+    }
+
+    /// If every request is done, complete them all and return their statuses.
+    pub fn test_all(&mut self, ids: &[ReqId]) -> Result<Option<Vec<Status>>> {
+        self.progress();
+        for &id in ids {
+            if !self.is_done(id)? {
+                return Ok(None);
+            }
+        }
+        self.wait_all(ids).map(Some)
+    }
+
+    /// Status of the first message that a receive `(src, tag)` on `c` would match, if one
+    /// has arrived; the message stays queued.
+    pub fn iprobe(&mut self, c: CommId, src: i32, tag: i32) -> Result<Option<Status>> {
+        check_tag(tag, true)?;
+        let comm = self.core.comms.get(c)?;
+        if src != ANY_SOURCE && !(src >= 0 && (src as u32) < comm.size()) {
+            return Err(Error::InvalidRank { rank: src as i64, size: comm.size() });
+        }
+        let (ctx, src_world) = (comm.ctx, if src >= 0 { comm.world_of[src as usize] } else { u32::MAX });
+        self.progress();
+        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        if let Some(u) = qs.peek_unexpected(src, tag) {
+            return Ok(Some(user_status(u.src, u.tag, u.data.len())));
+        }
+        if src_world != u32::MAX && self.core.failed.is_failed(src_world) {
+            return Err(Error::ProcFailed { ranks: vec![src as u32] });
+        }
+        if src == ANY_SOURCE && self.core.failed.any() && self.unacked_failure(c) {
+            return Err(Error::ProcFailedPending);
+        }
+        Ok(None)
+    }
+
+    /// Block until a message that a receive `(src, tag)` on `c` would match has arrived.
+    pub fn probe(&mut self, c: CommId, src: i32, tag: i32) -> Result<Status> {
+        let mut spins = 0;
+        loop {
+            if let Some(st) = self.iprobe(c, src, tag)? {
+                return Ok(st);
+            }
+            self.idle_wait(&mut spins);
+        }
+    }
+}
+
+impl Core {
+    fn recv_result(status: Status, capacity: usize) -> Result<Status> {
+        if status.count > capacity {
+            Err(Error::Truncated { incoming: status.count, capacity, sender: status.source, tag: status.tag })
+        } else {
+            Ok(status)
+        }
+    }
+
+    fn enqueue(&mut self, w: u32, out: Outgoing) {
+        self.pending[w as usize].push_back(out);
+        self.n_pending += 1;
+    }
+
+    pub(crate) fn finish(&mut self, id: ReqId, res: Result<Status>) {
+        if let Some(r) = self.reqs.get_mut(id) {
+            r.phase = Phase::Done(res);
+        }
+    }
+
+    /// Turn a transport error on the path to communicator rank `rank` into the user error.
+    fn tx_err(&self, e: TransportError, rank: u32) -> Error {
+        match e {
+            TransportError::PeerDead(_) => Error::ProcFailed { ranks: vec![rank] },
+            e => Error::Transport(e),
+        }
+    }
+
+    fn malformed(&mut self, peer: u32, what: &'static str) {
+        self.stats.malformed += 1;
+        self.stats.last_malformed = Some(Error::Malformed { peer, what });
+    }
+
+    /// Handle one message off the wire. Never panics on malformed input: it is counted and
+    /// dropped.
+    #[inline]
+    pub(crate) fn on_message(&mut self, peer: u32, h: &Header, payload: &[u8]) {
+        match h.class {
+            class::EAGER => {
+                if payload.len() as u64 != h.len {
+                    return self.malformed(peer, "eager length mismatch");
+                }
+                self.arrive(peer, h, None, payload)
+            }
+            class::RTS => {
+                if payload.len() != RTS_BODY {
+                    return self.malformed(peer, "RTS body size");
+                }
+                let sreq = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+                let mut key = [0u8; std::mem::size_of::<RKey>()];
+                key.copy_from_slice(&payload[8..]);
+                self.arrive(peer, h, Some((sreq, key)), &[])
+            }
+            class::FIN => self.on_fin(peer, h),
+            _ => self.malformed(peer, "unknown message class"),
+        }
+    }
+
+    #[inline]
+    fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) {
+        let Some(qs) = self.q.ctx(h.ctx) else { return self.malformed(peer, "context id out of range") };
+        if qs.retired {
+            return;
+        }
+        if let Some(cid) = qs.comm {
+            // Known communicator: the claimed source must be the peer that sent it.
+            match self.comms.get(cid) {
+                Ok(c) if c.world_of.get(h.src as usize) == Some(&peer) => {}
+                _ => return self.malformed(peer, "source rank does not match sender"),
+            }
+        }
+        let status = user_status(h.src, h.tag, h.len as usize);
+        if let Some(id) = qs.take_posted(h.src, h.tag) {
+            match rts {
+                None => {
+                    let Some(r) = self.reqs.get_mut(id) else { return };
+                    r.buf.fill(payload);
+                    r.phase = Phase::Done(Core::recv_result(status, r.buf.len()));
+                }
+                Some((sreq, key)) => self.rndv_todo.push(RndvTodo {
+                    req: id,
+                    peer_world: peer,
+                    sreq,
+                    ctx: h.ctx,
+                    key,
+                    len: h.len as usize,
+                    status,
+                }),
+            }
+            return;
+        }
+        self.stats.unexpected += 1;
+        let data = match rts {
+            None => Arrived::Eager(payload.to_vec()),
+            Some((sreq, key)) => Arrived::Rts { sreq, key, len: h.len },
+        };
+        qs.unexpected.push_back(Unexpected { src: h.src, src_world: peer, tag: h.tag, data });
+    }
+
+    fn on_fin(&mut self, peer: u32, h: &Header) {
+        let id = ReqId::from_raw(h.len);
+        match self.reqs.get_mut(id) {
+            Some(r) if r.is_send && r.peer_world == peer && matches!(r.phase, Phase::SendAwaitFin { .. }) => {
+                if let Phase::SendAwaitFin { key } = r.phase {
+                    self.unexpose_todo.push((peer, key));
+                }
+                let st = user_status(r.peer as u32, r.tag, r.buf.len());
+                r.phase = Phase::Done(Ok(st));
+            }
+            _ => self.malformed(peer, "FIN for no rendezvous send"),
+        }
+    }
+}

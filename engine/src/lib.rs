@@ -1,0 +1,51 @@
+//! `weft-engine`: the progress engine of weft.
+//!
+//! Owns everything between the API and the wire: the [`Transport`] trait, tag matching,
+//! requests, communicators and their context ids, the rendezvous protocol, and the
+//! failure-knowledge table. It names no concrete transport and no runtime: the facade (`weft`)
+//! builds those and plugs them in with [`Engine::add_transport`] and
+//! [`Engine::add_failure_source`].
+//!
+//! Why its own crate (DESIGN §1 allows it): the shared-memory and libfabric transports both
+//! implement [`Transport`]; keeping the engine out of `weft-fabric` lets `weft-shm` depend on
+//! the trait without linking libfabric.
+//!
+//! Module map: `transport` (trait, header), `engine` (send/recv paths, progress, failures),
+//! `matching` (posted/unexpected queues), `request` (request table), `comm` (communicator
+//! table), `create` (dup/split/free, barrier), `failure` (failed-process table), `buffer`
+//! (the only place user buffers are dereferenced), `error`.
+
+mod buffer;
+mod comm;
+mod create;
+mod engine;
+mod error;
+mod failure;
+mod matching;
+mod request;
+pub mod transport;
+
+pub use comm::CommId;
+pub use create::UNDEFINED;
+pub use engine::{Engine, EngineConfig, ProgressMode, Stats};
+pub use error::{Error, Result};
+pub use request::ReqId;
+pub use transport::{GetStatus, Header, RKey, Transport, TransportError};
+
+/// Wildcard source for receives and probes.
+pub const ANY_SOURCE: i32 = -1;
+/// Wildcard tag for receives and probes.
+pub const ANY_TAG: i32 = -1;
+/// Largest user tag.
+pub const MAX_TAG: i32 = (1 << 30) - 1;
+
+/// What a completed receive (or probe) reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Rank of the sender in the communicator (for sends: the destination).
+    pub source: u32,
+    /// Tag of the message.
+    pub tag: i32,
+    /// Number of bytes in the message (for truncated receives: the incoming size).
+    pub count: usize,
+}

@@ -1,0 +1,122 @@
+//! The request table: every pending non-blocking operation is one slot here.
+//!
+//! Handles carry a generation so that a completed (freed) or forged handle is reported as
+//! `InvalidRequest` instead of aliasing a newer request.
+
+use crate::buffer::UserBuf;
+use crate::error::Error;
+use crate::transport::RKey;
+use crate::{CommId, Status};
+
+/// Handle to a pending operation, returned by `isend` / `irecv`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReqId {
+    pub(crate) slot: u32,
+    pub(crate) gen: u32,
+}
+
+impl ReqId {
+    /// Pack into one integer (for the C ABI).
+    pub fn to_raw(self) -> u64 {
+        ((self.gen as u64) << 32) | self.slot as u64
+    }
+    /// Unpack from [`ReqId::to_raw`]; validity is checked on use.
+    pub fn from_raw(raw: u64) -> ReqId {
+        ReqId { slot: raw as u32, gen: (raw >> 32) as u32 }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum Phase {
+    /// Send waiting in the per-destination queue for ring space (eager or RTS not yet sent).
+    SendQueued,
+    /// Rendezvous send: RTS sent, waiting for the receiver's FIN.
+    SendAwaitFin { key: RKey },
+    /// Receive posted, not matched yet.
+    RecvPosted,
+    /// Rendezvous receive matched; the transport read is in flight (asynchronous transports).
+    RecvGetting { status: Status },
+    /// Finished; the result waits for test/wait.
+    Done(Result<Status, Error>),
+}
+
+#[derive(Debug)]
+pub(crate) struct Req {
+    pub(crate) comm: CommId,
+    /// World rank of the peer for sends and specific-source receives; `u32::MAX` for ANY_SOURCE.
+    pub(crate) peer_world: u32,
+    /// Communicator rank of the peer, or `ANY_SOURCE` (-1) for wildcard receives.
+    pub(crate) peer: i32,
+    pub(crate) tag: i32,
+    pub(crate) buf: UserBuf,
+    pub(crate) is_send: bool,
+    pub(crate) phase: Phase,
+}
+
+struct Slot {
+    gen: u32,
+    req: Option<Req>,
+}
+
+/// Slab of requests with generation-checked handles.
+#[derive(Default)]
+pub(crate) struct Requests {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl Requests {
+    pub(crate) fn insert(&mut self, req: Req) -> ReqId {
+        self.live += 1;
+        if let Some(slot) = self.free.pop() {
+            let s = &mut self.slots[slot as usize];
+            s.req = Some(req);
+            ReqId { slot, gen: s.gen }
+        } else {
+            self.slots.push(Slot { gen: 1, req: Some(req) });
+            ReqId { slot: (self.slots.len() - 1) as u32, gen: 1 }
+        }
+    }
+
+    pub(crate) fn get(&self, id: ReqId) -> Option<&Req> {
+        let s = self.slots.get(id.slot as usize)?;
+        if s.gen != id.gen {
+            return None;
+        }
+        s.req.as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, id: ReqId) -> Option<&mut Req> {
+        let s = self.slots.get_mut(id.slot as usize)?;
+        if s.gen != id.gen {
+            return None;
+        }
+        s.req.as_mut()
+    }
+
+    pub(crate) fn remove(&mut self, id: ReqId) -> Option<Req> {
+        let s = self.slots.get_mut(id.slot as usize)?;
+        if s.gen != id.gen || s.req.is_none() {
+            return None;
+        }
+        s.gen = s.gen.wrapping_add(1).max(1);
+        self.free.push(id.slot);
+        self.live -= 1;
+        s.req.take()
+    }
+
+    /// Number of requests not yet freed.
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Visit every live request (slow path: failure sweeps).
+    pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(ReqId, &mut Req)) {
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if let Some(r) = s.req.as_mut() {
+                f(ReqId { slot: i as u32, gen: s.gen }, r);
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The transport trait: the only thing the engine knows about the wire.
+//!
+//! A transport moves opaque `(Header, payload)` messages to a peer (named by world rank) in
+//! FIFO order per peer, and offers single-copy reads of a peer's exposed memory for the
+//! rendezvous protocol. The engine never names a concrete transport: the facade builds them
+//! (`weft-shm`, later libfabric) and hands them to [`crate::Engine`] with a route table.
+
+/// Wire class of a message; the engine dispatches on it.
+pub mod class {
+    /// Point-to-point eager message: payload is the user data.
+    pub const EAGER: u8 = 1;
+    /// Rendezvous request-to-send: payload is `[sender request id: u64][RKey]`, `len` is the
+    /// full message length.
+    pub const RTS: u8 = 2;
+    /// Rendezvous finish: the receiver has read the data; `len` holds the sender request id.
+    pub const FIN: u8 = 3;
+    /// First class number free for upper layers (collectives, fault tolerance).
+    pub const FIRST_FREE: u8 = 16;
+}
+
+/// Compact header carried by every message (24 bytes, plain old data).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// One of [`class`].
+    pub class: u8,
+    /// Class-specific flags.
+    pub flags: u8,
+    /// Reserved, zero.
+    pub reserved: u16,
+    /// Communicator context id.
+    pub ctx: u32,
+    /// Sender's rank in the communicator.
+    pub src: u32,
+    /// Message tag.
+    pub tag: i32,
+    /// Payload length (eager), full message length (RTS) or class-specific value.
+    pub len: u64,
+}
+
+impl Header {
+    /// Size of the header on the wire.
+    pub const SIZE: usize = std::mem::size_of::<Header>();
+
+    /// The header as bytes, for transports that copy it into a ring or a packet.
+    pub fn as_bytes(&self) -> &[u8; Self::SIZE] {
+        // SAFETY: Header is repr(C), 24 bytes, made only of integers with no padding
+        // (1+1+2+4+4+4+8), so every byte is initialised and any alignment-1 view is valid.
+        unsafe { &*(self as *const Header as *const [u8; Self::SIZE]) }
+    }
+
+    /// Read a header from the first [`Header::SIZE`] bytes of `b` (unaligned read).
+    /// Returns `None` if `b` is too short.
+    pub fn from_bytes(b: &[u8]) -> Option<Header> {
+        if b.len() < Self::SIZE {
+            return None;
+        }
+        // SAFETY: the length was checked; every bit pattern is a valid Header (integers only);
+        // read_unaligned has no alignment requirement.
+        Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const Header) })
+    }
+}
+
+/// Transport-defined description of exposed memory, sent inside an RTS.
+/// Shared memory stores `(address, length)`; a network transport adds its registration key.
+pub type RKey = [u8; 32];
+
+/// Outcome of [`Transport::get`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GetStatus {
+    /// The data is in the destination buffer.
+    Done,
+    /// The read is in flight; its token will be reported by [`Transport::poll_gets`].
+    Pending(u64),
+}
+
+/// Errors a transport reports to the engine.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The peer is known to be dead (the transport observed it).
+    #[error("peer {0} is dead")]
+    PeerDead(u32),
+    /// A system or library call failed.
+    #[error("{call} failed: {msg}")]
+    Call { call: &'static str, msg: String },
+    /// The request cannot be served by this transport.
+    #[error("invalid transport request: {0}")]
+    Invalid(String),
+}
+
+/// A message transport to a set of peers.
+///
+/// Contract: messages accepted by `try_send` to one peer are delivered by that peer's `poll`
+/// in the order they were accepted, each exactly once, unless one of the two processes dies.
+pub trait Transport {
+    /// Short name for diagnostics ("shm", "ofi").
+    fn name(&self) -> &'static str;
+
+    /// Largest payload sent eagerly to a peer; larger messages go by rendezvous.
+    fn eager_limit(&self) -> usize;
+
+    /// Queue `(hdr, payload)` for `peer` (a world rank). `Ok(true)`: accepted, `payload` may
+    /// be reused at once. `Ok(false)`: no room now; the engine retries after progress.
+    /// `payload.len()` never exceeds `max(eager_limit(), 64)`.
+    fn try_send(&mut self, peer: u32, hdr: &Header, payload: &[u8])
+        -> Result<bool, TransportError>;
+
+    /// Hand received messages to `sink(peer_world_rank, header, payload)`, at most `budget`
+    /// of them, in per-peer FIFO order; return how many were delivered. `payload` is valid only
+    /// during the call.
+    fn poll(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8])) -> usize;
+
+    /// Expose `len` bytes at `addr` to `peer` for a later [`Transport::get`]; describe them
+    /// in the returned key.
+    fn expose(&mut self, peer: u32, addr: *const u8, len: usize) -> Result<RKey, TransportError>;
+
+    /// Withdraw an exposure made by [`Transport::expose`] (rendezvous finished or failed).
+    fn unexpose(&mut self, peer: u32, key: &RKey);
+
+    /// Read `len` bytes described by `key` (exposed by `peer`) into `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes until the read is reported done, and
+    /// must not be read or written by anyone else meanwhile.
+    unsafe fn get(&mut self, peer: u32, key: &RKey, dst: *mut u8, len: usize)
+        -> Result<GetStatus, TransportError>;
+
+    /// Append the tokens of reads that completed since the last call (asynchronous transports).
+    fn poll_gets(&mut self, done: &mut Vec<(u64, Result<(), TransportError>)>) {
+        let _ = done;
+    }
+
+    /// Slow path, called periodically by the engine (not per message): append peers this
+    /// transport has seen die (connection loss, pidfd hang-up). Each peer reported once.
+    fn poll_failures(&mut self, out: &mut Vec<u32>);
+}
