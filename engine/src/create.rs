@@ -102,7 +102,8 @@ impl Engine {
     /// Duplicate `c`: same group, new context. Collective over `c`.
     pub fn comm_dup(&mut self, c: CommId) -> Result<CommId> {
         let all = self.allgather_small(c, &self.core.next_ctx.to_le_bytes())?;
-        let ctx = all.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4"))).max().unwrap_or(2);
+        let ctx =
+            all.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4"))).max().unwrap_or(2);
         let comm = self.core.comms.get(c)?;
         let (rank, world_of) = (comm.rank, comm.world_of.clone());
         self.install_comm(ctx, rank, world_of)

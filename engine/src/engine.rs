@@ -71,6 +71,10 @@ pub struct Stats {
     pub last_malformed: Option<Error>,
 }
 
+/// An out-of-band source of failure notices (the runtime's termination events): appends
+/// newly failed world ranks.
+pub type FailureSource = Box<dyn FnMut(&mut Vec<u32>)>;
+
 /// A message waiting for transport space, in per-destination FIFO order.
 struct Outgoing {
     hdr: Header,
@@ -138,7 +142,7 @@ pub(crate) struct Core {
 pub struct Engine {
     transports: Vec<Box<dyn Transport>>,
     eager: Vec<usize>,
-    failure_sources: Vec<Box<dyn FnMut(&mut Vec<u32>)>>,
+    failure_sources: Vec<FailureSource>,
     pub(crate) core: Core,
     cfg: EngineConfig,
     idle: u32,
@@ -162,12 +166,7 @@ impl Engine {
     /// An engine for world rank `me` of `nprocs`, with no transports yet (only self-sends).
     pub fn new(me: u32, nprocs: u32, cfg: EngineConfig) -> Engine {
         let mut comms = Comms::default();
-        let world = comms.insert(CommState {
-            ctx: 0,
-            rank: me,
-            world_of: (0..nprocs).collect(),
-            acked: 0,
-        });
+        let world = comms.insert(CommState { ctx: 0, rank: me, world_of: (0..nprocs).collect(), acked: 0 });
         let mut q = Matching::default();
         for ctx in [0, 1] {
             q.ctx(ctx).expect("ctx 0/1 in range").comm = Some(world);
@@ -223,7 +222,7 @@ impl Engine {
 
     /// Add an out-of-band failure source (the runtime's termination events), polled on the
     /// slow path.
-    pub fn add_failure_source(&mut self, f: Box<dyn FnMut(&mut Vec<u32>)>) {
+    pub fn add_failure_source(&mut self, f: FailureSource) {
         self.failure_sources.push(f);
     }
 
@@ -388,7 +387,9 @@ impl Engine {
         let t = route as usize;
         if len <= self.eager[t] {
             if self.core.pending[w as usize].is_empty()
-                && self.transports[t].try_send(w, &hdr, ubuf.as_slice()).map_err(|e| self.core.tx_err(e, dst))?
+                && self.transports[t]
+                    .try_send(w, &hdr, ubuf.as_slice())
+                    .map_err(|e| self.core.tx_err(e, dst))?
             {
                 self.core.stats.sent_by_transport[t] += 1;
                 return Ok(self.done_req(want_req, c, w, dst, tag, Ok(status)));
@@ -481,14 +482,7 @@ impl Engine {
     /// # Safety
     /// `buf` must stay valid for writes of `len` bytes, and must not be accessed otherwise,
     /// until the request has completed.
-    pub unsafe fn irecv(
-        &mut self,
-        c: CommId,
-        buf: *mut u8,
-        len: usize,
-        src: i32,
-        tag: i32,
-    ) -> Result<ReqId> {
+    pub unsafe fn irecv(&mut self, c: CommId, buf: *mut u8, len: usize, src: i32, tag: i32) -> Result<ReqId> {
         // SAFETY: forwarded contract.
         unsafe { self.irecv_ctx(c, 0, buf, len, src, tag) }
     }
@@ -520,8 +514,15 @@ impl Engine {
         let ctx = comm.ctx + coll;
         // SAFETY: the caller guarantees buf/len validity until the request completes.
         let ubuf = unsafe { UserBuf::new(buf, len) };
-        let mut req =
-            Req { comm: c, peer_world: src_world, peer: src, tag, buf: ubuf, is_send: false, phase: Phase::RecvPosted };
+        let mut req = Req {
+            comm: c,
+            peer_world: src_world,
+            peer: src,
+            tag,
+            buf: ubuf,
+            is_send: false,
+            phase: Phase::RecvPosted,
+        };
         let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
         if let Some(u) = qs.take_unexpected(src, tag) {
             let status = user_status(u.src, u.tag, u.data.len());
@@ -559,7 +560,9 @@ impl Engine {
     /// Start the reads of matched RTS messages (after a poll, or when a receive matched one).
     fn run_rndv(&mut self) {
         while let Some(todo) = self.core.rndv_todo.pop() {
-            let Some(req) = self.core.reqs.get(todo.req) else { continue };
+            let Some(req) = self.core.reqs.get(todo.req) else {
+                continue;
+            };
             let buf = req.buf;
             let n = todo.len.min(buf.len());
             let t = self.core.route[todo.peer_world as usize];
@@ -630,7 +633,7 @@ impl Engine {
         }
         if n == 0 {
             self.idle = self.idle.wrapping_add(1);
-            if self.idle % 64 == 0 && self.last_slow.elapsed() >= self.cfg.slow_period {
+            if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
                 self.slow_path();
             }
         }
@@ -712,7 +715,8 @@ impl Engine {
                 };
                 let g = self.core.gets.swap_remove(i);
                 n += 1;
-                let Some(Req { phase: Phase::RecvGetting { status, .. }, buf, .. }) = self.core.reqs.get(g.req)
+                let Some(Req { phase: Phase::RecvGetting { status, .. }, buf, .. }) =
+                    self.core.reqs.get(g.req)
                 else {
                     continue;
                 };
@@ -750,9 +754,20 @@ impl Engine {
     /// Record that world rank `w` failed and complete, with `ProcFailed`, every operation that
     /// can no longer finish: sends to it, receives naming it, rendezvous with it.
     pub fn notify_failed(&mut self, w: u32) {
-        if w == self.core.me || !self.core.failed.insert(w) {
+        if w == self.core.me || self.core.failed.is_failed(w) {
             return;
         }
+        if self.core.failed.departed(w) {
+            // A finalized rank exited: not a failure, but nothing addressed to it can finish.
+            self.complete_towards(w);
+            return;
+        }
+        self.core.failed.insert(w);
+        self.complete_towards(w);
+    }
+
+    /// Complete with `ProcFailed` every pending operation that needs world rank `w`.
+    fn complete_towards(&mut self, w: u32) {
         let core = &mut self.core;
         let dropped = core.pending.get_mut(w as usize).map(std::mem::take).unwrap_or_default();
         core.n_pending -= dropped.len();
@@ -781,6 +796,32 @@ impl Engine {
         }
     }
 
+    /// Leave the job cleanly: flush queued sends and tell every peer reachable through a
+    /// transport that this process finalized, so that its exit is not taken for a failure.
+    pub fn finalize(&mut self) {
+        let mut spins = 0u32;
+        while self.core.n_pending > 0 && spins < 10_000_000 {
+            self.progress();
+            spins += 1;
+        }
+        for w in 0..self.core.route.len() as u32 {
+            let t = self.core.route[w as usize] as usize;
+            if t < self.transports.len() && !self.core.failed.is_failed(w) {
+                let hdr = Header { class: class::BYE, ..Header::default() };
+                self.send_or_queue(
+                    t,
+                    w,
+                    Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None },
+                );
+            }
+        }
+        let mut spins = 0u32;
+        while self.core.n_pending > 0 && spins < 10_000_000 {
+            self.progress();
+            spins += 1;
+        }
+    }
+
     /// World ranks known to have failed, in order of detection.
     pub fn failed_world_ranks(&self) -> &[u32] {
         &self.core.failed.list
@@ -804,7 +845,9 @@ impl Engine {
 
     /// True if `c` has members whose failure it has not acknowledged.
     fn unacked_failure(&self, c: CommId) -> bool {
-        let Ok(comm) = self.core.comms.get(c) else { return false };
+        let Ok(comm) = self.core.comms.get(c) else {
+            return false;
+        };
         self.core.failed.list[comm.acked.min(self.core.failed.list.len())..]
             .iter()
             .any(|&w| comm.rank_of_world(w).is_some())
@@ -834,7 +877,11 @@ impl Engine {
         match r.phase {
             Phase::Done(_) => {}
             _ => {
-                if !r.is_send && r.peer == ANY_SOURCE && self.core.failed.any() && self.unacked_failure(r.comm) {
+                if !r.is_send
+                    && r.peer == ANY_SOURCE
+                    && self.core.failed.any()
+                    && self.unacked_failure(r.comm)
+                {
                     return Err(Error::ProcFailedPending);
                 }
                 return Ok(None);
@@ -1009,13 +1056,16 @@ impl Core {
                 self.arrive(peer, h, Some((sreq, key)), &[])
             }
             class::FIN => self.on_fin(peer, h),
+            class::BYE => self.failed.depart(peer),
             _ => self.malformed(peer, "unknown message class"),
         }
     }
 
     #[inline]
     fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) {
-        let Some(qs) = self.q.ctx(h.ctx) else { return self.malformed(peer, "context id out of range") };
+        let Some(qs) = self.q.ctx(h.ctx) else {
+            return self.malformed(peer, "context id out of range");
+        };
         if qs.retired {
             return;
         }
@@ -1030,7 +1080,9 @@ impl Core {
         if let Some(id) = qs.take_posted(h.src, h.tag) {
             match rts {
                 None => {
-                    let Some(r) = self.reqs.get_mut(id) else { return };
+                    let Some(r) = self.reqs.get_mut(id) else {
+                        return;
+                    };
                     r.buf.fill(payload);
                     r.phase = Phase::Done(Core::recv_result(status, r.buf.len()));
                 }

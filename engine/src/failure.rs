@@ -10,11 +10,26 @@ pub(crate) struct Failures {
     bits: Vec<u64>,
     /// Failed world ranks in order of detection; communicators acknowledge a prefix of it.
     pub(crate) list: Vec<u32>,
+    /// Ranks that said goodbye (finalized): their exit is not a failure.
+    departed: Vec<u64>,
 }
 
 impl Failures {
     pub(crate) fn new(nprocs: u32) -> Failures {
-        Failures { bits: vec![0; (nprocs as usize).div_ceil(64)], list: Vec::new() }
+        let words = (nprocs as usize).div_ceil(64);
+        Failures { bits: vec![0; words], list: Vec::new(), departed: vec![0; words] }
+    }
+
+    /// Record that `w` finalized.
+    pub(crate) fn depart(&mut self, w: u32) {
+        if let Some(b) = self.departed.get_mut(w as usize / 64) {
+            *b |= 1u64 << (w % 64);
+        }
+    }
+
+    /// True if `w` finalized (its exit is expected).
+    pub(crate) fn departed(&self, w: u32) -> bool {
+        self.departed.get(w as usize / 64).is_some_and(|b| b & (1u64 << (w % 64)) != 0)
     }
 
     /// True when at least one failure is known: the one word the fast path reads.
@@ -30,7 +45,9 @@ impl Failures {
 
     /// Record `w` as failed; false if it was already known (or out of range).
     pub(crate) fn insert(&mut self, w: u32) -> bool {
-        let Some(b) = self.bits.get_mut(w as usize / 64) else { return false };
+        let Some(b) = self.bits.get_mut(w as usize / 64) else {
+            return false;
+        };
         let m = 1u64 << (w % 64);
         if *b & m != 0 {
             return false;

@@ -27,7 +27,7 @@ pub mod transport;
 
 pub use comm::CommId;
 pub use create::UNDEFINED;
-pub use engine::{Engine, EngineConfig, ProgressMode, Stats};
+pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
 pub use request::ReqId;
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};

@@ -14,6 +14,8 @@ pub mod class {
     pub const RTS: u8 = 2;
     /// Rendezvous finish: the receiver has read the data; `len` holds the sender request id.
     pub const FIN: u8 = 3;
+    /// The sender finalized: its exit that follows is not a failure.
+    pub const BYE: u8 = 4;
     /// First class number free for upper layers (collectives, fault tolerance).
     pub const FIRST_FREE: u8 = 16;
 }
@@ -103,8 +105,7 @@ pub trait Transport {
     /// Queue `(hdr, payload)` for `peer` (a world rank). `Ok(true)`: accepted, `payload` may
     /// be reused at once. `Ok(false)`: no room now; the engine retries after progress.
     /// `payload.len()` never exceeds `max(eager_limit(), 64)`.
-    fn try_send(&mut self, peer: u32, hdr: &Header, payload: &[u8])
-        -> Result<bool, TransportError>;
+    fn try_send(&mut self, peer: u32, hdr: &Header, payload: &[u8]) -> Result<bool, TransportError>;
 
     /// Hand received messages to `sink(peer_world_rank, header, payload)`, at most `budget`
     /// of them, in per-peer FIFO order; return how many were delivered. `payload` is valid only
@@ -123,8 +124,13 @@ pub trait Transport {
     /// # Safety
     /// `dst` must be valid for writes of `len` bytes until the read is reported done, and
     /// must not be read or written by anyone else meanwhile.
-    unsafe fn get(&mut self, peer: u32, key: &RKey, dst: *mut u8, len: usize)
-        -> Result<GetStatus, TransportError>;
+    unsafe fn get(
+        &mut self,
+        peer: u32,
+        key: &RKey,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<GetStatus, TransportError>;
 
     /// Append the tokens of reads that completed since the last call (asynchronous transports).
     fn poll_gets(&mut self, done: &mut Vec<(u64, Result<(), TransportError>)>) {

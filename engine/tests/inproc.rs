@@ -31,7 +31,12 @@ impl Transport for InProc {
     fn eager_limit(&self) -> usize {
         256
     }
-    fn try_send(&mut self, peer: u32, hdr: &Header, payload: &[u8]) -> std::result::Result<bool, TransportError> {
+    fn try_send(
+        &mut self,
+        peer: u32,
+        hdr: &Header,
+        payload: &[u8],
+    ) -> std::result::Result<bool, TransportError> {
         if *self.net.dead[peer as usize].lock().unwrap() {
             return Err(TransportError::PeerDead(peer));
         }
@@ -52,14 +57,25 @@ impl Transport for InProc {
         }
         n
     }
-    fn expose(&mut self, _peer: u32, addr: *const u8, len: usize) -> std::result::Result<RKey, TransportError> {
+    fn expose(
+        &mut self,
+        _peer: u32,
+        addr: *const u8,
+        len: usize,
+    ) -> std::result::Result<RKey, TransportError> {
         let mut k = [0u8; 32];
         k[..8].copy_from_slice(&(addr as u64).to_le_bytes());
         k[8..16].copy_from_slice(&(len as u64).to_le_bytes());
         Ok(k)
     }
     fn unexpose(&mut self, _peer: u32, _key: &RKey) {}
-    unsafe fn get(&mut self, peer: u32, key: &RKey, dst: *mut u8, len: usize) -> std::result::Result<GetStatus, TransportError> {
+    unsafe fn get(
+        &mut self,
+        peer: u32,
+        key: &RKey,
+        dst: *mut u8,
+        len: usize,
+    ) -> std::result::Result<GetStatus, TransportError> {
         if *self.net.dead[peer as usize].lock().unwrap() {
             return Err(TransportError::PeerDead(peer));
         }
@@ -147,7 +163,8 @@ fn flow_control_keeps_order() {
         let w = e.world();
         if me == 0 {
             let bufs: Vec<[u8; 4]> = (0..200u32).map(|i| i.to_le_bytes()).collect();
-            let ids: Vec<_> = bufs.iter().map(|b| unsafe { e.isend(w, b.as_ptr(), 4, 1, 3).unwrap() }).collect();
+            let ids: Vec<_> =
+                bufs.iter().map(|b| unsafe { e.isend(w, b.as_ptr(), 4, 1, 3).unwrap() }).collect();
             e.wait_all(&ids).unwrap();
         } else {
             for i in 0..200u32 {

@@ -1,0 +1,302 @@
+//! The driver role: launches the weft job (and the peer jobs), every one under a hard timeout,
+//! collects the CSV rows they print and prints the report.
+
+use std::io::{BufRead, BufReader, IsTerminal, Read};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::peers::{self, Peer, PeerError};
+use crate::report::{reduce_rounds, Report, Row};
+use crate::Cli;
+
+/// Why a launched job did not finish cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("cannot start {prog}: {source}")]
+    Spawn { prog: String, source: std::io::Error },
+    #[error("timed out after {0} s (process group killed)")]
+    Timeout(u64),
+    #[error("exited with {status}{}", tail_note(.stderr_tail))]
+    Failed { status: ExitStatus, stderr_tail: Vec<String> },
+    #[error("finished but printed no result rows")]
+    NoRows,
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn tail_note(tail: &[String]) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; last stderr lines:\n    {}", tail.join("\n    "))
+    }
+}
+
+/// Rows a job printed (also the partial ones of a failed job) and how it ended.
+pub struct JobOutput {
+    pub rows: Vec<Row>,
+    pub result: Result<(), JobError>,
+}
+
+enum Line {
+    Out(String),
+    Err(String),
+}
+
+/// Runs `cmd` in its own process group with `timeout`; rows are the stdout lines that parse as
+/// CSV rows; other output is forwarded to our stderr prefixed with `[label]` (stderr only when
+/// `forward_stderr`; its last lines are part of the error either way).
+pub fn run_job(label: &str, mut cmd: Command, timeout: Duration, forward_stderr: bool) -> JobOutput {
+    let prog = format!("{:?}", cmd.get_program());
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(source) => return JobOutput { rows: Vec::new(), result: Err(JobError::Spawn { prog, source }) },
+    };
+    let pgid = child.id();
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().expect("piped stdout");
+    let err = child.stderr.take().expect("piped stderr");
+    spawn_reader(out, tx.clone(), Line::Out);
+    spawn_reader(err, tx, Line::Err);
+
+    let progress = std::io::stderr().is_terminal();
+    let mut rows = Vec::new();
+    let mut stderr_tail: Vec<String> = Vec::new();
+    let mut handle = |line: Line| match line {
+        Line::Out(l) => match Row::parse(&l) {
+            Some(r) => {
+                if progress {
+                    eprintln!("[{label}] {}", r.csv());
+                }
+                rows.push(r);
+            }
+            None if l.trim().is_empty() || l.starts_with("benchmark,") => {}
+            None => eprintln!("[{label}] {l}"),
+        },
+        Line::Err(l) => {
+            if forward_stderr {
+                eprintln!("[{label}] {l}");
+            }
+            stderr_tail.push(l);
+            if stderr_tail.len() > 12 {
+                stderr_tail.remove(0);
+            }
+        }
+    };
+
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(line) => handle(line),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Both pipes closed: the job is (nearly) done; poll for its exit status.
+            Err(mpsc::RecvTimeoutError::Disconnected) => thread::sleep(Duration::from_millis(20)),
+        }
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if Instant::now() < deadline => {}
+            Ok(None) | Err(_) => break None,
+        }
+    };
+    let status = match status {
+        Some(st) => st,
+        None => {
+            kill_group(pgid);
+            let _ = child.wait();
+            // Grandchildren outside the group may keep the pipes open: drain briefly only.
+            while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+                handle(line);
+            }
+            return JobOutput { rows, result: Err(JobError::Timeout(timeout.as_secs())) };
+        }
+    };
+    // Drain what is left in the pipes (bounded: stragglers holding them are not waited for).
+    let drain_deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < drain_deadline {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) => handle(line),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    // Leftover processes of the job's group (e.g. daemons) must not outlive it.
+    kill_group(pgid);
+    let result = if !status.success() {
+        Err(JobError::Failed { status, stderr_tail })
+    } else if rows.is_empty() {
+        Err(JobError::NoRows)
+    } else {
+        Ok(())
+    };
+    JobOutput { rows, result }
+}
+
+fn spawn_reader<R: Read + Send + 'static>(r: R, tx: mpsc::Sender<Line>, wrap: fn(String) -> Line) {
+    thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(wrap(line)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// SIGTERM, then SIGKILL after a grace period, to the whole process group `pgid`.
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid names the process
+    // group this driver created for the job (process_group(0) at spawn).
+    let alive = |sig| unsafe { libc::kill(-pgid, sig) } == 0;
+    if !alive(libc::SIGTERM) {
+        return;
+    }
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        thread::sleep(Duration::from_millis(50));
+        if !alive(0) {
+            return;
+        }
+    }
+    alive(libc::SIGKILL);
+}
+
+/// `weft-run`: `$WEFT_RUN`, else next to this executable.
+fn weft_run_path() -> Result<PathBuf, JobError> {
+    if let Some(p) = std::env::var_os("WEFT_RUN") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().map_err(|e| JobError::Setup(format!("current_exe: {e}")))?;
+    let p = exe.with_file_name("weft-run");
+    if p.is_file() {
+        Ok(p)
+    } else {
+        Err(JobError::Setup(format!(
+            "weft-run not found at {} (build it: cargo build -p weft-pmix --release --bin \
+             weft-run, or set WEFT_RUN)",
+            p.display()
+        )))
+    }
+}
+
+/// Launches `weft-run -n N --timeout T <self> --worker …`.
+fn run_weft(cli: &Cli) -> JobOutput {
+    let setup = || -> Result<Command, JobError> {
+        let run = weft_run_path()?;
+        let exe = std::env::current_exe().map_err(|e| JobError::Setup(format!("current_exe: {e}")))?;
+        let mut cmd = Command::new(run);
+        // weft's Config rejects unknown WEFT_* variables: keep the driver's own out of the job.
+        cmd.env_remove("WEFT_RUN").env_remove("WEFT_BENCH_PEER_DIR");
+        cmd.arg("-n")
+            .arg(cli.ranks.to_string())
+            .arg("--timeout")
+            .arg(cli.timeout.to_string())
+            .arg(exe)
+            .arg("--worker")
+            .args(cli.worker_args());
+        if cli.no_pin {
+            cmd.arg("--no-pin");
+        }
+        Ok(cmd)
+    };
+    match setup() {
+        // weft-run's own timeout fires first; ours is the backstop.
+        Ok(cmd) => run_job("weft", cmd, Duration::from_secs(cli.timeout + 15), true),
+        Err(e) => JobOutput { rows: Vec::new(), result: Err(e) },
+    }
+}
+
+/// 1-minute load average from /proc/loadavg.
+fn load_avg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// The driver role. Exit status 1 when a job failed (the table still shows what was measured).
+pub fn run(cli: &Cli) -> ExitCode {
+    let benches = cli.benches();
+    let load_before = load_avg();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let mut failed = false;
+    // Implementations that failed or are unavailable are not retried in later rounds.
+    let mut weft_dead = false;
+    let mut dead_peers: Vec<Peer> = Vec::new();
+    let peer_list: &[Peer] = if cli.peers { &Peer::ALL } else { &[] };
+
+    for round in 1..=cli.rounds {
+        if cli.rounds > 1 {
+            eprintln!("weft-bench: round {round}/{}", cli.rounds);
+        }
+        if !weft_dead {
+            let weft = run_weft(cli);
+            rows.extend(weft.rows);
+            if let Err(e) = weft.result {
+                eprintln!("weft-bench: weft job failed: {e}");
+                notes.push(format!("FAILED weft (round {round}): {e}"));
+                failed = true;
+                weft_dead = true;
+            }
+        }
+        for &peer in peer_list {
+            if dead_peers.contains(&peer) {
+                continue;
+            }
+            match peers::run(peer, cli) {
+                Ok(out) => {
+                    rows.extend(out.rows);
+                    if let Err(e) = out.result {
+                        eprintln!("weft-bench: peer {} failed: {e}", peer.name());
+                        notes.push(format!("FAILED {} (round {round}): {e}", peer.name()));
+                        failed = true;
+                        dead_peers.push(peer);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("weft-bench: {e}");
+                    notes.push(e.to_string());
+                    // A missing MPI is a skip, not a failure.
+                    failed |= !matches!(e, PeerError::Unavailable { .. });
+                    dead_peers.push(peer);
+                }
+            }
+        }
+    }
+
+    let rows = reduce_rounds(rows);
+    let peer_cols: Vec<&str> = peer_list.iter().map(|p| p.name()).collect();
+    let ncores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load = match (load_before, load_avg()) {
+        (Some(a), Some(b)) => Some(format!(
+            "machine: {ncores} cores, 1-min load average {a:.2} before / {b:.2} after the run \
+             (the ranks themselves add ~{}; more than that means other work competed for the \
+             cores and the numbers are noisy)",
+            cli.ranks.min(ncores as u32)
+        )),
+        _ => None,
+    };
+    let report = Report {
+        benches: &benches,
+        rows: &rows,
+        peers: &peer_cols,
+        notes: &notes,
+        reps: cli.reps,
+        iters_scale: cli.iters_scale,
+        pinned: !cli.no_pin,
+        ranks: cli.ranks,
+        rounds: cli.rounds,
+        load,
+    };
+    print!("{}", if cli.csv { report.csv() } else { report.table() });
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,165 @@
+//! `weft-bench`: OSU-style point-to-point benchmarks for weft, side by side with Open MPI and
+//! MPICH.
+//!
+//! Roles:
+//! - **driver** (started outside any launcher): launches `weft-run -n N <self> --worker …`,
+//!   optionally builds and launches the MPI peer programs (`--peers`), collects the CSV rows
+//!   every job prints and prints one table (or CSV) with ratios;
+//! - **worker** (started inside a job: `WEFT_RUN_SOCK`, `PMIX_RANK` or `OMPI_COMM_WORLD_RANK`
+//!   set, or `--worker`): runs the measurements; rank 0 prints CSV rows (`--worker`) or the
+//!   finished table (`weft-run -n 2 weft-bench`).
+
+mod driver;
+mod peers;
+mod pt2pt;
+mod report;
+
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+
+/// One benchmark of the suite (OSU micro-benchmarks semantics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
+pub enum Bench {
+    /// Ping-pong between ranks 0 and 1; one-way latency in µs (half the round trip).
+    Latency,
+    /// Window of 64 isends (rank 0) / irecvs (rank 1), then a 4-byte ack; MB/s.
+    Bw,
+    /// Both directions at once (64 irecvs + 64 isends per window on each side); MB/s.
+    Bibw,
+    /// Message rate of the `bw` window pattern; messages/s (sizes ≤ 8 KiB).
+    Mr,
+}
+
+impl Bench {
+    pub const ALL: [Bench; 4] = [Bench::Latency, Bench::Bw, Bench::Bibw, Bench::Mr];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::Latency => "latency",
+            Bench::Bw => "bw",
+            Bench::Bibw => "bibw",
+            Bench::Mr => "mr",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Bench> {
+        Bench::ALL.into_iter().find(|b| b.name() == s)
+    }
+
+    pub fn unit(self) -> &'static str {
+        match self {
+            Bench::Latency => "us",
+            Bench::Bw | Bench::Bibw => "MB/s",
+            Bench::Mr => "msg/s",
+        }
+    }
+
+    /// Latency: lower is better. Bandwidth and message rate: higher is better.
+    pub fn lower_is_better(self) -> bool {
+        self == Bench::Latency
+    }
+}
+
+/// Command line shared by the driver and the worker (the driver forwards the relevant options).
+#[derive(Parser, Clone, Debug)]
+#[command(
+    name = "weft-bench",
+    version,
+    about = "OSU-style point-to-point benchmarks for weft (latency, bw, bibw, mr), \
+             optionally side by side with Open MPI and MPICH",
+    after_help = "Run alone it launches `weft-run -n RANKS` itself (weft-run next to this \
+                  executable, or $WEFT_RUN); run inside a weft-run job it is a worker and rank 0 \
+                  prints the table."
+)]
+pub struct Cli {
+    /// Benchmarks to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "latency,bw,bibw,mr")]
+    pub bench: Vec<Bench>,
+    /// Print CSV (`benchmark,size,impl,value,unit`) instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+    /// Also run the Open MPI and MPICH peer programs and print weft/peer ratios.
+    #[arg(long)]
+    pub peers: bool,
+    /// Smallest message size in bytes (sizes are the powers of two in [min, max]).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub min: u64,
+    /// Largest message size in bytes.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=(1 << 25)))]
+    pub max: u64,
+    /// Number of ranks per job (only ranks 0 and 1 exchange messages; others join barriers).
+    #[arg(short = 'n', long = "ranks", default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..))]
+    pub ranks: u32,
+    /// Multiply every iteration and warm-up count by this factor.
+    #[arg(long, default_value_t = 1.0)]
+    pub iters_scale: f64,
+    /// Timed repetitions per size (latency: median, bandwidth/rate: max).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub reps: u32,
+    /// Interleaved rounds: run weft and each peer once per round, reduce across rounds (spreads
+    /// the background load of a shared machine evenly over the implementations).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// Do not pin ranks to cores (weft: rank r -> core r % ncores; peers: --bind-to none).
+    #[arg(long)]
+    pub no_pin: bool,
+    /// Hard timeout of each launched job, in seconds (the job's process group is killed).
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Internal: run as a worker inside a job and stream CSV rows from rank 0.
+    #[arg(long, hide = true)]
+    pub worker: bool,
+}
+
+impl Cli {
+    /// The selected benchmarks, deduplicated, in canonical order.
+    pub fn benches(&self) -> Vec<Bench> {
+        Bench::ALL.into_iter().filter(|b| self.bench.contains(b)).collect()
+    }
+
+    /// The options a worker (weft or peer) needs, as command-line arguments.
+    pub fn worker_args(&self) -> Vec<String> {
+        let names: Vec<&str> = self.benches().iter().map(|b| b.name()).collect();
+        vec![
+            "--bench".into(),
+            names.join(","),
+            "--min".into(),
+            self.min.to_string(),
+            "--max".into(),
+            self.max.to_string(),
+            "--iters-scale".into(),
+            self.iters_scale.to_string(),
+            "--reps".into(),
+            self.reps.to_string(),
+        ]
+    }
+}
+
+/// True when this process was started by a launcher (weft-run, a PMIx server, Open MPI).
+fn inside_job() -> bool {
+    ["WEFT_RUN_SOCK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"].iter().any(|v| std::env::var_os(v).is_some())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if !(cli.iters_scale > 0.0 && cli.iters_scale.is_finite()) {
+        eprintln!("weft-bench: --iters-scale must be a positive number");
+        return ExitCode::from(2);
+    }
+    if cli.min > cli.max {
+        eprintln!("weft-bench: --min ({}) is larger than --max ({})", cli.min, cli.max);
+        return ExitCode::from(2);
+    }
+    if cli.worker || inside_job() {
+        match pt2pt::run_worker(&cli) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("weft-bench worker: {e}");
+                ExitCode::from(e.exit_code())
+            }
+        }
+    } else {
+        driver::run(&cli)
+    }
+}

@@ -1,0 +1,190 @@
+//! `weft-run -n N [--timeout SECS] PROG ARGS…`: the embedded single-host launcher of weft.
+//!
+//! Starts N copies of PROG, each with the `WEFT_*` environment described in
+//! `weft_pmix::launcher`, serves the bootstrap protocol of `weft_pmix::launcher::protocol` on a
+//! Unix socket in a private 0700 directory, tells survivors at once when a rank dies (ranks are
+//! watched through pidfds) and keeps them running.
+//!
+//! Exit status: 0 when every rank finalized and exited 0; 1 when some rank failed (one line per
+//! failed rank on stderr); the abort code when a rank called `abort` (1 if that code is 0 mod
+//! 256); 124 on `--timeout`; 128+signal on SIGINT/SIGTERM/SIGHUP; 2 on bad arguments.
+//! Every exit path kills and reaps all ranks and removes the socket directory and any
+//! `/dev/shm/<jobid>*` entry.
+
+/// `eprintln!` that never panics (stderr may be a closed pipe).
+macro_rules! note {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+#[path = "weft_run/fence.rs"]
+mod fence;
+#[path = "weft_run/job.rs"]
+mod job;
+#[path = "weft_run/server.rs"]
+mod server;
+
+use std::ffi::OsString;
+use std::os::unix::net::UnixListener;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::unistd::Pid;
+
+use job::{kill_and_reap_all, random_hex, resolve_program, spawn_rank, RunDir, SpawnSpec};
+use server::{Server, Teardown};
+
+/// Run N copies of a program as one weft job on this host.
+#[derive(Parser, Debug)]
+#[command(
+    name = "weft-run",
+    version,
+    about = "Run N copies of a program as one weft job on this host (embedded launcher)"
+)]
+struct Cli {
+    /// Number of ranks to start (at least 1).
+    #[arg(short = 'n', long = "np", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    n: u32,
+    /// Kill the whole job after SECS seconds (fractions allowed) and exit with status 124.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    timeout: Option<f64>,
+    /// The program to run and its arguments.
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
+    command: Vec<OsString>,
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let v: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !v.is_finite() || v <= 0.0 || v > 1e9 {
+        return Err(format!("{s:?} must be a positive number of seconds"));
+    }
+    Ok(v)
+}
+
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // --help / --version are not errors.
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { 0 });
+        }
+    };
+    ExitCode::from(run(cli))
+}
+
+fn run(cli: Cli) -> u8 {
+    let prog_arg = &cli.command[0];
+    let prog = match resolve_program(prog_arg) {
+        Ok(p) => p,
+        Err(msg) => {
+            note!("weft-run: {msg}");
+            return EXIT_USAGE;
+        }
+    };
+    let job_id = format!("weft-{}-{}", std::process::id(), random_hex());
+    let run_dir = match RunDir::create(&job_id) {
+        Ok(d) => d,
+        Err(e) => {
+            note!("weft-run: cannot create the socket directory: {e}");
+            return 1;
+        }
+    };
+    let listener = match UnixListener::bind(&run_dir.sock).and_then(|l| {
+        l.set_nonblocking(true)?;
+        Ok(l)
+    }) {
+        Ok(l) => l,
+        Err(e) => {
+            note!("weft-run: cannot listen on {}: {e}", run_dir.sock.display());
+            return 1;
+        }
+    };
+    // Block the terminating signals and read them from a signalfd in the event loop; children
+    // get an empty mask back before exec.
+    let mut mask = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        mask.add(s);
+    }
+    if let Err(e) = mask.thread_block() {
+        note!("weft-run: cannot block signals: {e}");
+        return 1;
+    }
+    let sigfd = match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
+        Ok(f) => f,
+        Err(e) => {
+            note!("weft-run: signalfd: {e}");
+            return 1;
+        }
+    };
+
+    let local_ranks = (0..cli.n).map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    let spec = SpawnSpec {
+        prog: &prog,
+        argv0: prog_arg,
+        args: &cli.command[1..],
+        sock: &run_dir.sock,
+        size: cli.n,
+        job_id: &job_id,
+        local_ranks: &local_ranks,
+    };
+    let start = Instant::now();
+    let mut procs = Vec::with_capacity(cli.n as usize);
+    let mut pgid: Option<Pid> = None;
+    for rank in 0..cli.n {
+        let mut res = spawn_rank(&spec, rank, pgid);
+        if res.is_err() && pgid.is_some() {
+            // The group may have emptied already (every earlier rank exited): start a new one.
+            res = spawn_rank(&spec, rank, None);
+        }
+        match res {
+            Ok(p) => {
+                if pgid.is_none() {
+                    pgid = Some(p.pid);
+                }
+                procs.push(p);
+            }
+            Err(e) => {
+                note!("weft-run: cannot start rank {rank} ({}): {e}", prog.display());
+                let mut refs: Vec<&mut job::Proc> = procs.iter_mut().collect();
+                kill_and_reap_all(&mut refs, pgid);
+                return EXIT_USAGE;
+            }
+        }
+    }
+
+    let deadline = cli.timeout.map(|t| start + Duration::from_secs_f64(t));
+    let mut server = Server::new(listener, sigfd, procs, pgid, deadline);
+    let code = match server.run() {
+        None => {
+            if server.failures.is_empty() {
+                0
+            } else {
+                1
+            }
+        }
+        Some(Teardown::Timeout) => {
+            note!("weft-run: timeout after {} s", cli.timeout.unwrap_or(0.0));
+            124
+        }
+        Some(Teardown::Signal(sig)) => {
+            let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("signal");
+            note!("weft-run: received {name}, job killed");
+            (128 + sig).clamp(0, 255) as u8
+        }
+        Some(Teardown::Abort(code)) => match (code & 0xff) as u8 {
+            0 => 1,
+            c => c,
+        },
+    };
+    drop(server);
+    drop(run_dir);
+    code
+}

@@ -1,0 +1,654 @@
+//! PMIx client backend of [`Runtime`]: a process started by any PMIx server (Open MPI's
+//! `mpirun`, `srun --mpi=pmix`, PRRTE's `prterun`) bootstraps through the system OpenPMIx
+//! client library (libpmix ≥ 4.2), with our own bindgen bindings (`client/sys.rs`).
+//!
+//! What each launcher installed here does (Debian 12, libpmix 4.2.2), checked with
+//! `examples/pmix_probe.rs` and `examples/pmix_kill.rs`:
+//! - **Open MPI 4.1.4 `mpirun`** (ORTE, built against the same system PMIx): serves rank, size,
+//!   `PMIX_NODEID`, `PMIX_LOCAL_PEERS`, put/commit/fence (with `PMIX_COLLECT_DATA`)/get; the
+//!   4-rank probe passes. It delivers **no termination events**: by default, when a rank is
+//!   SIGKILLed mpirun kills the whole job ("Per user-direction, the job has been aborted", exit
+//!   137) before anyone could react; with `--enable-recovery` the survivors keep running but
+//!   still get no event within 5 s, and mpirun itself logs `PMIX ERROR: BAD-PARAM in
+//!   pmix_event_notification.c at line 1033` (ORTE's notification is rejected by PMIx 4.2).
+//!   So under this mpirun [`Runtime::poll_terminated`] never reports anything; failures must
+//!   be found in-band or by the heartbeat detector. `PMIx_Abort` works (the job ends with the
+//!   given code). PRRTE / Open MPI 5 and Slurm do send `PMIX_EVENT_PROC_TERMINATED` (PRRTE
+//!   keeps survivors with `--enable-recovery`); not available on Debian 12 to test here.
+//! - **MPICH 4.0.2 `mpiexec.hydra` / `mpirun.mpich`**: hydra speaks PMI-1/PMI-2 (it sets only
+//!   `PMI_FD`, `PMI_RANK`, `PMI_SIZE`), not PMIx. `from_env()` therefore picks the singleton
+//!   backend there (every process is rank 0 of 1), and `PmixRuntime::init()` called directly
+//!   fails with `PMIx_Init` → `-25 (UNREACHABLE)`, as it does with no launcher at all. Our
+//!   client does **not** bootstrap under hydra; that would need a PMI-2 backend.
+//!
+//! Termination events: one handler is registered for the process-termination codes
+//! (`TERMINATION_CODES`). libpmix calls it on its own progress thread; it extracts the
+//! affected procs of our namespace, appends their ranks to a global mutex-protected queue, sets
+//! an atomic "something queued" flag and calls PMIx's completion callback. The handler cannot
+//! take user data (`pmix_notification_fn_t` has no cbdata for the registrant), so the queue is a
+//! `static`; that is also why only one [`PmixRuntime`] may exist per process (PMIx itself is
+//! process-global). [`Runtime::poll_terminated`] costs one atomic load when nothing is queued.
+//! Delivery through the real libpmix was checked with a (not kept) client-side
+//! `PMIx_Notify_event(PMIX_EVENT_PROC_TERMINATED, affected = rank 2, range = namespace)`: the
+//! notifying process's own handler queued rank 2 and `poll_terminated` returned `[2]`; ORTE did
+//! not relay it to the other ranks (and its mpirun then hung at job end, so don't do that).
+
+mod sys;
+mod value;
+
+use std::collections::HashSet;
+use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use crate::{Runtime, RuntimeError};
+use value::OwnedValue;
+
+/// Prefix put in front of every modex key, so weft's keys never clash with PMIx-reserved
+/// (`pmix.*`) keys or with another library's keys in the same process.
+const KEY_PREFIX: &str = "weft.";
+
+/// Status codes our termination handler is registered for (all defined by PMIx 4.2's headers;
+/// `PMIX_ERR_PROC_ABORTED` lives in `pmix_deprecated.h` but is still what some servers send).
+const TERMINATION_CODES: [sys::pmix_status_t; 9] = [
+    sys::PMIX_EVENT_PROC_TERMINATED,
+    sys::PMIX_ERR_PROC_ABORTED,
+    sys::PMIX_ERR_PROC_ABORTED_BY_SIG,
+    sys::PMIX_ERR_PROC_REQUESTED_ABORT,
+    sys::PMIX_ERR_PROC_KILLED_BY_CMD,
+    sys::PMIX_ERR_PROC_TERM_WO_SYNC,
+    sys::PMIX_ERR_EXIT_NONZERO_TERM,
+    sys::PMIX_EVENT_NODE_DOWN,
+    sys::PMIX_EVENT_JOB_END,
+];
+
+/// True while a [`PmixRuntime`] exists in this process.
+static INSTANCE: AtomicBool = AtomicBool::new(false);
+/// True once `PMIx_Init` has succeeded in this process. libpmix 4.2 accepts a second
+/// `PMIx_Init` after `PMIx_Finalize` but does not reload the job data (the `PMIX_NODEID` /
+/// `PMIX_HOSTNAME` gets then fail with NOT-FOUND), so a re-init is refused up front.
+static EVER_INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// Set (under the [`EVENTS`] lock) when the queue is non-empty: the fast-path check.
+static PENDING: AtomicBool = AtomicBool::new(false);
+/// What the event handler needs to know and where it puts the ranks it finds.
+static EVENTS: Mutex<EventState> =
+    Mutex::new(EventState { nspace: None, rank: 0, size: 0, queue: Vec::new() });
+
+struct EventState {
+    /// Our namespace; `None` when no runtime is live (late events are then dropped).
+    nspace: Option<sys::pmix_nspace_t>,
+    rank: u32,
+    size: u32,
+    /// Ranks reported terminated, in arrival order, not yet drained by `poll_terminated`.
+    queue: Vec<u32>,
+}
+
+fn lock_events() -> std::sync::MutexGuard<'static, EventState> {
+    // A panic while holding the lock cannot leave the state inconsistent (push/drain only).
+    EVENTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn pmix_err(call: &'static str, status: sys::pmix_status_t) -> RuntimeError {
+    RuntimeError::Pmix { call, status, name: value::error_string(status) }
+}
+
+/// How `node_of` finds a rank's node.
+enum NodeSource {
+    /// `PMIX_NODEID` of the rank, fetched on first use; `u32::MAX` = not fetched yet.
+    NodeId(Mutex<Vec<u32>>),
+    /// Dense ids derived from every rank's `PMIX_HOSTNAME` at init (server without NODEID).
+    Hostname(Vec<u32>),
+}
+
+/// A process of a job launched by a PMIx server.
+pub struct PmixRuntime {
+    /// Our proc (namespace + rank) as returned by `PMIx_Init`.
+    me: sys::pmix_proc_t,
+    nspace: String,
+    size: u32,
+    node_id: u32,
+    nodes: NodeSource,
+    local_peers: Vec<u32>,
+    /// Event handler registration id, if registration succeeded.
+    evhdlr: Option<usize>,
+    /// Ranks already returned by `poll_terminated` (each is reported once).
+    reported: HashSet<u32>,
+    finalized: bool,
+}
+
+impl PmixRuntime {
+    /// Connect to the local PMIx server (`PMIx_Init`) and read this process's place in the job.
+    ///
+    /// Fails if another `PmixRuntime` exists in this process, if one existed before (libpmix
+    /// cannot be re-initialized after `PMIx_Finalize`), or if any PMIx call fails. A failed
+    /// `PMIx_Init` itself (e.g. `UNREACHABLE`: no PMIx server) may be retried.
+    pub fn init() -> Result<PmixRuntime, RuntimeError> {
+        if INSTANCE.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Err(RuntimeError::Pmix {
+                call: "PmixRuntime::init",
+                status: sys::PMIX_ERR_INIT,
+                name: "a PmixRuntime already exists in this process (PMIx is process-global)".into(),
+            });
+        }
+        if EVER_INITIALIZED.load(Ordering::Acquire) {
+            INSTANCE.store(false, Ordering::Release);
+            return Err(RuntimeError::Pmix {
+                call: "PmixRuntime::init",
+                status: sys::PMIX_ERR_INIT,
+                name: "PMIx was already initialized and finalized in this process; libpmix \
+                       cannot be re-initialized"
+                    .into(),
+            });
+        }
+        let mut me = sys::pmix_proc_t::default();
+        // SAFETY: `me` is a valid, writable pmix_proc_t; no info array is passed (NULL, 0).
+        let rc = unsafe { sys::PMIx_Init(&mut me, std::ptr::null_mut(), 0) };
+        if rc != sys::PMIX_SUCCESS as sys::pmix_status_t {
+            INSTANCE.store(false, Ordering::Release);
+            return Err(pmix_err("PMIx_Init", rc));
+        }
+        EVER_INITIALIZED.store(true, Ordering::Release);
+        // From here on, dropping `rt` finalizes PMIx and clears INSTANCE on every error path.
+        let mut rt = PmixRuntime {
+            me,
+            nspace: value::nspace_str(&me.nspace),
+            size: 0,
+            node_id: 0,
+            nodes: NodeSource::Hostname(Vec::new()),
+            local_peers: Vec::new(),
+            evhdlr: None,
+            reported: HashSet::new(),
+            finalized: false,
+        };
+        rt.size = rt
+            .get_job(sys::PMIX_JOB_SIZE)?
+            .as_u32()
+            .ok_or_else(|| RuntimeError::Env("PMIX_JOB_SIZE is not an integer".into()))?;
+        if rt.size == 0 || me.rank >= rt.size {
+            return Err(RuntimeError::BadRank { rank: me.rank, size: rt.size });
+        }
+        rt.init_nodes()?;
+        rt.init_local_peers()?;
+        rt.register_events()?;
+        Ok(rt)
+    }
+
+    /// `PMIx_Get(proc, key)`. `optional` adds `PMIX_OPTIONAL` (look only in the local store,
+    /// never ask the server: used where the value must already be here, so that a missing key
+    /// fails at once instead of waiting for a direct modex that never completes).
+    fn get_raw(&self, rank: u32, key: &[u8], optional: bool) -> Result<OwnedValue, i32> {
+        let p = value::make_proc(&self.me.nspace, rank);
+        let info = [value::info_bool(sys::PMIX_OPTIONAL, true)];
+        let (ip, ni) = if optional { (info.as_ptr(), 1) } else { (std::ptr::null(), 0) };
+        let mut out: *mut sys::pmix_value_t = std::ptr::null_mut();
+        // SAFETY: `p` and `info` are valid for the call; `key` is NUL-terminated (bindgen key
+        // constants or CString bytes with NUL); on success PMIx stores a malloc'ed value in
+        // `out`, which OwnedValue takes over and releases.
+        let rc = unsafe { sys::PMIx_Get(&p, key.as_ptr().cast(), ip, ni, &mut out) };
+        if rc != sys::PMIX_SUCCESS as i32 {
+            return Err(rc);
+        }
+        // SAFETY: PMIx_Get succeeded, `out` is a value allocated by libpmix for us.
+        unsafe { OwnedValue::from_raw(out) }.ok_or(sys::PMIX_ERR_NOT_FOUND)
+    }
+
+    /// A job-level value: `key` on the wildcard rank of our namespace.
+    fn get_job(&self, key: &[u8]) -> Result<OwnedValue, RuntimeError> {
+        self.get_raw(sys::PMIX_RANK_WILDCARD, key, false).map_err(|rc| pmix_err("PMIx_Get", rc))
+    }
+
+    fn init_nodes(&mut self) -> Result<(), RuntimeError> {
+        match self.get_raw(self.me.rank, sys::PMIX_NODEID, false).map(|v| v.as_u32()) {
+            Ok(Some(id)) => {
+                let mut cache = vec![u32::MAX; self.size as usize];
+                cache[self.me.rank as usize] = id;
+                self.node_id = id;
+                self.nodes = NodeSource::NodeId(Mutex::new(cache));
+            }
+            _ => {
+                // No PMIX_NODEID: number the distinct hostnames in order of first appearance.
+                let mut names: Vec<String> = Vec::new();
+                let mut ids = Vec::with_capacity(self.size as usize);
+                for r in 0..self.size {
+                    let host = self
+                        .get_raw(r, sys::PMIX_HOSTNAME, false)
+                        .map_err(|rc| pmix_err("PMIx_Get(PMIX_HOSTNAME)", rc))?
+                        .as_string()
+                        .ok_or_else(|| RuntimeError::Env("PMIX_HOSTNAME is not a string".into()))?;
+                    let id = match names.iter().position(|n| *n == host) {
+                        Some(i) => i,
+                        None => {
+                            names.push(host);
+                            names.len() - 1
+                        }
+                    };
+                    ids.push(id as u32);
+                }
+                self.node_id = ids[self.me.rank as usize];
+                self.nodes = NodeSource::Hostname(ids);
+            }
+        }
+        Ok(())
+    }
+
+    fn init_local_peers(&mut self) -> Result<(), RuntimeError> {
+        let parsed = self
+            .get_raw(sys::PMIX_RANK_WILDCARD, sys::PMIX_LOCAL_PEERS, false)
+            .ok()
+            .and_then(|v| v.as_string())
+            .and_then(|s| parse_peers(&s, self.size));
+        let mut peers = match parsed {
+            Some(p) => p,
+            None => {
+                // Fallback: every rank whose node is ours.
+                let mut p = Vec::new();
+                for r in 0..self.size {
+                    if self.node_of(r)? == self.node_id {
+                        p.push(r);
+                    }
+                }
+                p
+            }
+        };
+        if !peers.contains(&self.me.rank) {
+            peers.push(self.me.rank);
+        }
+        peers.sort_unstable();
+        peers.dedup();
+        self.local_peers = peers;
+        Ok(())
+    }
+
+    fn register_events(&mut self) -> Result<(), RuntimeError> {
+        {
+            let mut ev = lock_events();
+            ev.nspace = Some(self.me.nspace);
+            ev.rank = self.me.rank;
+            ev.size = self.size;
+            ev.queue.clear();
+            PENDING.store(false, Ordering::Release);
+        }
+        let name = CString::new("weft-termination").expect("no NUL");
+        let mut info = [value::info_borrowed_str(sys::PMIX_EVENT_HDLR_NAME, &name)];
+        let mut codes = TERMINATION_CODES;
+        // SAFETY: `codes` and `info` are valid for the call (PMIx copies both; `name` outlives
+        // the call); `termination_handler` has exactly the pmix_notification_fn_t ABI. With a
+        // NULL registration callback the call is blocking and returns the handler's reference
+        // id (>= 0) or a negative error.
+        let rc = unsafe {
+            sys::PMIx_Register_event_handler(
+                codes.as_mut_ptr(),
+                codes.len(),
+                info.as_mut_ptr(),
+                info.len(),
+                Some(termination_handler),
+                None,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc < 0 {
+            return Err(pmix_err("PMIx_Register_event_handler", rc));
+        }
+        self.evhdlr = Some(rc as usize);
+        Ok(())
+    }
+
+    fn check_live(&self, call: &'static str) -> Result<(), RuntimeError> {
+        if self.finalized {
+            return Err(RuntimeError::Pmix {
+                call,
+                status: sys::PMIX_ERR_INIT,
+                name: "PMIx runtime already finalized".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_rank(&self, rank: u32) -> Result<(), RuntimeError> {
+        if rank >= self.size {
+            return Err(RuntimeError::BadRank { rank, size: self.size });
+        }
+        Ok(())
+    }
+
+    fn full_key(key: &str) -> Result<CString, RuntimeError> {
+        let full = format!("{KEY_PREFIX}{key}");
+        if full.len() > sys::PMIX_MAX_KEYLEN as usize {
+            return Err(RuntimeError::Env(format!(
+                "modex key {key:?} too long ({} bytes with prefix, PMIx allows {})",
+                full.len(),
+                sys::PMIX_MAX_KEYLEN
+            )));
+        }
+        CString::new(full).map_err(|_| RuntimeError::Env(format!("modex key {key:?} contains NUL")))
+    }
+
+    /// Ranks known to have terminated (already reported or still queued), sorted.
+    fn known_terminated(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.reported.iter().copied().collect();
+        if PENDING.load(Ordering::Acquire) {
+            v.extend(lock_events().queue.iter().copied());
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// Parse `PMIX_LOCAL_PEERS` ("0,1,2,3"); `None` if malformed or out of range.
+fn parse_peers(s: &str, size: u32) -> Option<Vec<u32>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse::<u32>().ok().filter(|&r| r < size))
+        .collect()
+}
+
+/// The PMIx event handler (runs on libpmix's progress thread): queue the ranks of our
+/// namespace that the event names, then tell PMIx we are done with the event.
+unsafe extern "C" fn termination_handler(
+    _evhdlr_registration_id: usize,
+    status: sys::pmix_status_t,
+    source: *const sys::pmix_proc_t,
+    info: *mut sys::pmix_info_t,
+    ninfo: usize,
+    _results: *mut sys::pmix_info_t,
+    _nresults: usize,
+    cbfunc: sys::pmix_event_notification_cbfunc_fn_t,
+    cbdata: *mut c_void,
+) {
+    // Never unwind into C. Nothing below is expected to panic; if it did, the event is dropped.
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: libpmix passes `ninfo` valid infos (or NULL with 0) and a valid or NULL
+        // `source`, all alive for the duration of this call.
+        let infos: &[sys::pmix_info_t] = if info.is_null() || ninfo == 0 {
+            &[]
+        } else {
+            unsafe { std::slice::from_raw_parts(info, ninfo) }
+        };
+        // SAFETY: see above.
+        let source = unsafe { source.as_ref() };
+        queue_terminated(status, source, infos);
+    });
+    if let Some(cb) = cbfunc {
+        // SAFETY: PMIx requires every handler to call the completion callback it was given,
+        // with the cbdata it was given. ACTION_COMPLETE: we handled it, and no later handler
+        // (nor a default one) should act on it, in particular not by aborting us.
+        unsafe {
+            cb(sys::PMIX_EVENT_ACTION_COMPLETE, std::ptr::null_mut(), 0, None, std::ptr::null_mut(), cbdata)
+        };
+    }
+}
+
+fn queue_terminated(
+    status: sys::pmix_status_t,
+    source: Option<&sys::pmix_proc_t>,
+    infos: &[sys::pmix_info_t],
+) {
+    let mut ev = lock_events();
+    let Some(ns) = ev.nspace else { return };
+    let mut ranks = Vec::new();
+    for i in infos {
+        if value::key_is(i, sys::PMIX_EVENT_AFFECTED_PROC) || value::key_is(i, sys::PMIX_EVENT_AFFECTED_PROCS)
+        {
+            // SAFETY: the info comes from libpmix and is valid during the handler call.
+            unsafe { value::procs_in_value(&i.value, &ns, &mut ranks) };
+        }
+    }
+    // No affected-proc info: for per-process codes the source is the proc concerned (servers
+    // that relay a PMIx_Abort / a client's own notification set it so). Never for job/node
+    // events, whose source is the server, and never ourselves.
+    if ranks.is_empty() && status != sys::PMIX_EVENT_JOB_END && status != sys::PMIX_EVENT_NODE_DOWN {
+        if let Some(src) = source {
+            if value::nspace_eq(&src.nspace, &ns) && src.rank != ev.rank {
+                ranks.push(src.rank);
+            }
+        }
+    }
+    let size = ev.size;
+    let before = ev.queue.len();
+    ev.queue.extend(ranks.into_iter().filter(|&r| r < size)); // drops wildcard / undef ranks
+    if ev.queue.len() > before {
+        PENDING.store(true, Ordering::Release);
+    }
+}
+
+impl Runtime for PmixRuntime {
+    fn backend(&self) -> &'static str {
+        "pmix"
+    }
+
+    fn job_id(&self) -> &str {
+        &self.nspace
+    }
+
+    fn rank(&self) -> u32 {
+        self.me.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.size
+    }
+
+    fn node_id(&self) -> u32 {
+        self.node_id
+    }
+
+    fn node_of(&self, rank: u32) -> Result<u32, RuntimeError> {
+        self.check_rank(rank)?;
+        match &self.nodes {
+            NodeSource::Hostname(ids) => Ok(ids[rank as usize]),
+            NodeSource::NodeId(cache) => {
+                let cached = cache.lock().unwrap_or_else(|e| e.into_inner())[rank as usize];
+                if cached != u32::MAX {
+                    return Ok(cached);
+                }
+                self.check_live("PMIx_Get(PMIX_NODEID)")?;
+                // Job-level data registered by the server: present locally, never ask the
+                // server (a rank the server has no NODEID for fails at once).
+                let id = self
+                    .get_raw(rank, sys::PMIX_NODEID, true)
+                    .map_err(|rc| pmix_err("PMIx_Get(PMIX_NODEID)", rc))?
+                    .as_u32()
+                    .ok_or_else(|| RuntimeError::Env("PMIX_NODEID is not an integer".into()))?;
+                cache.lock().unwrap_or_else(|e| e.into_inner())[rank as usize] = id;
+                Ok(id)
+            }
+        }
+    }
+
+    fn local_peers(&self) -> &[u32] {
+        &self.local_peers
+    }
+
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), RuntimeError> {
+        self.check_live("PMIx_Put")?;
+        let key = Self::full_key(key)?;
+        let mut v = sys::pmix_value_t { type_: value::T_BYTE_OBJECT, ..Default::default() };
+        v.data.bo = sys::pmix_byte_object_t { bytes: value.as_ptr().cast_mut().cast(), size: value.len() };
+        // SAFETY: `key` is NUL-terminated; `v` is a byte object borrowing `value`, valid for
+        // the call. PMIx_Put copies the value (PMIX_BFROPS_VALUE_XFER) and never writes through
+        // or frees our pointer, so `v` needs no destruct.
+        let rc = unsafe { sys::PMIx_Put(value::SCOPE_GLOBAL, key.as_ptr(), &mut v) };
+        if rc != sys::PMIX_SUCCESS as i32 {
+            return Err(pmix_err("PMIx_Put", rc));
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), RuntimeError> {
+        self.check_live("PMIx_Commit")?;
+        // SAFETY: no arguments; PMIx is initialized (check_live).
+        let rc = unsafe { sys::PMIx_Commit() };
+        if rc != sys::PMIX_SUCCESS as i32 {
+            return Err(pmix_err("PMIx_Commit", rc));
+        }
+        Ok(())
+    }
+
+    fn fence(&mut self) -> Result<(), RuntimeError> {
+        self.check_live("PMIx_Fence")?;
+        let all = value::make_proc(&self.me.nspace, sys::PMIX_RANK_WILDCARD);
+        let info = [value::info_bool(sys::PMIX_COLLECT_DATA, true)];
+        // SAFETY: one valid proc and one valid (heap-free) info, alive for the blocking call.
+        let rc = unsafe { sys::PMIx_Fence(&all, 1, info.as_ptr(), info.len()) };
+        if rc != sys::PMIX_SUCCESS as i32 {
+            let dead = self.known_terminated();
+            if !dead.is_empty() {
+                return Err(RuntimeError::FenceFailed(dead));
+            }
+            return Err(pmix_err("PMIx_Fence", rc));
+        }
+        Ok(())
+    }
+
+    fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, RuntimeError> {
+        self.check_rank(rank)?;
+        self.check_live("PMIx_Get")?;
+        let full = Self::full_key(key)?;
+        // After commit + fence(collect) every rank's data is in our local store; PMIX_OPTIONAL
+        // keeps a missing key from turning into a server-side wait that never ends.
+        match self.get_raw(rank, full.as_bytes_with_nul(), true) {
+            Ok(v) => v
+                .to_bytes()
+                .ok_or_else(|| RuntimeError::Env(format!("modex value {key:?} of rank {rank} is not bytes"))),
+            Err(rc) if rc == sys::PMIX_ERR_NOT_FOUND => {
+                Err(RuntimeError::NotFound { rank, key: key.to_string() })
+            }
+            Err(rc) => Err(pmix_err("PMIx_Get", rc)),
+        }
+    }
+
+    fn poll_terminated(&mut self, out: &mut Vec<u32>) {
+        if !PENDING.load(Ordering::Acquire) {
+            return;
+        }
+        // Never block the progress engine: if the handler holds the lock, try next time.
+        let drained = match EVENTS.try_lock() {
+            Ok(mut ev) => {
+                PENDING.store(false, Ordering::Release);
+                std::mem::take(&mut ev.queue)
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                let mut ev = p.into_inner();
+                PENDING.store(false, Ordering::Release);
+                std::mem::take(&mut ev.queue)
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        for r in drained {
+            if r != self.me.rank && self.reported.insert(r) {
+                out.push(r);
+            }
+        }
+    }
+
+    fn abort(&mut self, code: i32, msg: &str) -> ! {
+        eprintln!("weft: rank {} aborting the job (code {code}): {msg}", self.me.rank);
+        if !self.finalized {
+            let cmsg = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+            // SAFETY: `cmsg` is NUL-terminated and outlives the call; NULL procs = the whole
+            // job. The call blocks until the server acts (normally by killing us).
+            unsafe { sys::PMIx_Abort(code, cmsg.as_ptr(), std::ptr::null_mut(), 0) };
+        }
+        std::process::exit(if code == 0 { 1 } else { code });
+    }
+
+    fn finalize(&mut self) -> Result<(), RuntimeError> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.finalized = true;
+        if let Some(id) = self.evhdlr.take() {
+            // SAFETY: `id` is the reference PMIx returned at registration. Blocking form
+            // (NULL callback). Failure only means the handler is already gone.
+            unsafe { sys::PMIx_Deregister_event_handler(id, None, std::ptr::null_mut()) };
+        }
+        {
+            let mut ev = lock_events();
+            ev.nspace = None;
+            ev.queue.clear();
+            PENDING.store(false, Ordering::Release);
+        }
+        // SAFETY: PMIx was initialized by this runtime and is finalized once (flag above).
+        let rc = unsafe { sys::PMIx_Finalize(std::ptr::null(), 0) };
+        if rc != sys::PMIX_SUCCESS as i32 {
+            return Err(pmix_err("PMIx_Finalize", rc));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PmixRuntime {
+    fn drop(&mut self) {
+        let _ = self.finalize();
+        INSTANCE.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse() {
+        assert_eq!(parse_peers("0,1,2", 4), Some(vec![0, 1, 2]));
+        assert_eq!(parse_peers("3", 4), Some(vec![3]));
+        assert_eq!(parse_peers("0,x", 4), None);
+        assert_eq!(parse_peers("0,9", 4), None);
+    }
+
+    #[test]
+    fn key_prefix_and_limits() {
+        assert_eq!(PmixRuntime::full_key("ep").unwrap().as_bytes(), b"weft.ep");
+        assert!(PmixRuntime::full_key("a\0b").is_err());
+        assert!(PmixRuntime::full_key(&"k".repeat(600)).is_err());
+    }
+
+    #[test]
+    fn info_helpers() {
+        let i = value::info_bool(sys::PMIX_COLLECT_DATA, true);
+        assert!(value::key_is(&i, sys::PMIX_COLLECT_DATA));
+        assert!(!value::key_is(&i, sys::PMIX_OPTIONAL));
+        assert_eq!(i.value.type_, value::T_BOOL);
+    }
+
+    #[test]
+    fn handler_queues_affected_procs_of_our_namespace_only() {
+        // Simulate the state a live runtime sets up, drive the handler body directly.
+        let mut ns: sys::pmix_nspace_t = [0; 256];
+        for (d, s) in ns.iter_mut().zip(b"job-1") {
+            *d = *s as _;
+        }
+        let mut other = ns;
+        other[4] = b'2' as _;
+        {
+            let mut ev = lock_events();
+            ev.nspace = Some(ns);
+            ev.rank = 0;
+            ev.size = 4;
+            ev.queue.clear();
+        }
+        let mut dead = value::make_proc(&ns, 2);
+        let mut info = sys::pmix_info_t::default();
+        for (d, s) in info.key.iter_mut().zip(sys::PMIX_EVENT_AFFECTED_PROC) {
+            *d = *s as _;
+        }
+        info.value.type_ = value::T_PROC;
+        info.value.data.proc_ = &mut dead;
+        let src_other = value::make_proc(&other, 3);
+        queue_terminated(sys::PMIX_EVENT_PROC_TERMINATED, Some(&src_other), &[info]);
+        // Source fallback, own namespace, with no affected-proc info.
+        let src = value::make_proc(&ns, 3);
+        queue_terminated(sys::PMIX_ERR_PROC_ABORTED, Some(&src), &[]);
+        // Job end from the server with a wildcard proc: ignored.
+        let all = value::make_proc(&ns, sys::PMIX_RANK_WILDCARD);
+        queue_terminated(sys::PMIX_EVENT_JOB_END, Some(&all), &[]);
+        let mut ev = lock_events();
+        assert_eq!(ev.queue, vec![2, 3]);
+        assert!(PENDING.load(Ordering::Acquire));
+        ev.nspace = None;
+        ev.queue.clear();
+        PENDING.store(false, Ordering::Release);
+    }
+}

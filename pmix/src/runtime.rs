@@ -1,0 +1,46 @@
+//! The `Runtime` trait: what the engine needs from the job's bootstrap service.
+//!
+//! A runtime knows who this process is (rank, size, node), which ranks share its node, offers a
+//! key-value exchange (the "modex": put / commit / fence / get) used to publish transport
+//! endpoint addresses, and reports process terminations that happen while the job runs.
+//! Backends: [`crate::launcher::LauncherRuntime`] (ranks started by `weft-run`),
+//! [`crate::client::PmixRuntime`] (ranks started by any PMIx server: `mpirun`, `srun`, PRRTE)
+//! and [`crate::singleton::Singleton`] (a process started alone).
+
+use crate::RuntimeError;
+
+/// Bootstrap and out-of-band services for one process of a job.
+///
+/// Ranks are job-global ("world") ranks in `0..size()`.
+pub trait Runtime {
+    /// Short name of the backend ("weft-run", "pmix", "singleton").
+    fn backend(&self) -> &'static str;
+    /// A string that identifies the job uniquely on this host (used to name resources).
+    fn job_id(&self) -> &str;
+    /// This process's rank in the job.
+    fn rank(&self) -> u32;
+    /// Number of processes in the job.
+    fn size(&self) -> u32;
+    /// Identifier of the node this process runs on (0-based, dense).
+    fn node_id(&self) -> u32;
+    /// Node id of every rank, indexed by rank.
+    fn node_of(&self, rank: u32) -> Result<u32, RuntimeError>;
+    /// Ranks that share this process's node, in increasing order, this process included.
+    fn local_peers(&self) -> &[u32];
+    /// Publish `value` under `key` for this rank. Visible to others after `commit` + `fence`.
+    fn put(&mut self, key: &str, value: &[u8]) -> Result<(), RuntimeError>;
+    /// Push the values put so far to the server.
+    fn commit(&mut self) -> Result<(), RuntimeError>;
+    /// Collective over all live ranks of the job: returns when every rank has committed and
+    /// fenced, after which `get` sees everyone's values.
+    fn fence(&mut self) -> Result<(), RuntimeError>;
+    /// Read the value that `rank` put under `key`.
+    fn get(&mut self, rank: u32, key: &str) -> Result<Vec<u8>, RuntimeError>;
+    /// Append to `out` the ranks whose termination was reported since the last call.
+    /// Must not block; called periodically by the progress engine. Each rank is reported once.
+    fn poll_terminated(&mut self, out: &mut Vec<u32>);
+    /// End the whole job with `code`, printing `msg`. Does not return.
+    fn abort(&mut self, code: i32, msg: &str) -> !;
+    /// Leave the job cleanly. After this no other method may be called.
+    fn finalize(&mut self) -> Result<(), RuntimeError>;
+}

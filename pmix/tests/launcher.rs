@@ -1,0 +1,413 @@
+//! Multi-process tests of `weft-run` and `LauncherRuntime`, driving the `rt_probe` example.
+//!
+//! Every job runs with `weft-run --timeout` *and* under a deadline in the test, so a hang fails
+//! fast instead of blocking CI.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+const WEFT_RUN: &str = env!("CARGO_BIN_EXE_weft-run");
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Path of the `rt_probe` example, built (once per test process) in the same profile and
+/// target directory as `weft-run`, so it is never stale.
+fn probe() -> &'static Path {
+    static PROBE: OnceLock<PathBuf> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let bin_dir = Path::new(WEFT_RUN).parent().expect("weft-run has a parent dir").to_path_buf();
+        let profile = match bin_dir.file_name().and_then(|s| s.to_str()) {
+            Some("debug") => "dev".to_string(),
+            Some(p) => p.to_string(),
+            None => "dev".to_string(),
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "weft-pmix", "--example", "rt_probe", "--profile", &profile])
+            .arg("--manifest-path")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+        if let Some(target_dir) = bin_dir.parent() {
+            if std::env::var_os("CARGO_TARGET_DIR").is_none() && target_dir.join("CACHEDIR.TAG").exists() {
+                cmd.arg("--target-dir").arg(target_dir);
+            }
+        }
+        let st = cmd.status().expect("run cargo build --example rt_probe");
+        assert!(st.success(), "cargo build --example rt_probe failed: {st}");
+        let p = bin_dir.join("examples").join("rt_probe");
+        assert!(p.exists(), "{} missing after build", p.display());
+        p
+    })
+}
+
+struct Out {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn lines(&self, prefix: &str) -> Vec<&str> {
+        self.stdout.lines().filter(|l| l.starts_with(prefix)).collect()
+    }
+    fn dump(&self) -> String {
+        format!("status {:?}\n--- stdout\n{}--- stderr\n{}", self.status, self.stdout, self.stderr)
+    }
+}
+
+fn spawn_piped(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn")
+}
+
+fn reader<R: Read + Send + 'static>(r: R) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let mut r = r;
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+/// Wait for `child` with a deadline; on expiry kill it (its ranks die with it) and panic.
+fn wait_deadline(child: &mut Child, deadline: Instant) -> ExitStatus {
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("weft-run did not finish before the test deadline");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn run(args: &[&str]) -> Out {
+    let mut cmd = Command::new(WEFT_RUN);
+    cmd.args(args);
+    let mut child = spawn_piped(cmd);
+    let so = reader(child.stdout.take().unwrap());
+    let se = reader(child.stderr.take().unwrap());
+    let status = wait_deadline(&mut child, Instant::now() + DEADLINE);
+    Out { status, stdout: so.join().unwrap(), stderr: se.join().unwrap() }
+}
+
+/// `weft-run -n N --timeout 30 rt_probe ARGS…`
+fn run_probe(n: u32, args: &[&str]) -> Out {
+    let n = n.to_string();
+    let p = probe().to_str().unwrap().to_string();
+    let mut all = vec!["-n", &n, "--timeout", "30", &p];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
+}
+
+fn is_gone(pid: i32) -> bool {
+    match kill(Pid::from_raw(pid), None) {
+        Err(nix::errno::Errno::ESRCH) => true,
+        // A zombie waiting for an (unrelated) reaper is dead too.
+        _ => std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| s.rsplit(')').next().map(|t| t.trim_start().starts_with('Z')).unwrap_or(false))
+            .unwrap_or(true),
+    }
+}
+
+fn wait_gone(pids: &[i32], within: Duration) {
+    let end = Instant::now() + within;
+    while pids.iter().any(|&p| !is_gone(p)) {
+        assert!(
+            Instant::now() < end,
+            "processes still alive: {:?}",
+            pids.iter().filter(|&&p| !is_gone(p)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A job whose ranks print `PID …` and `READY …` lines, then sleep forever.
+struct Sleeper {
+    child: Child,
+    pids: Vec<i32>,
+    sock_dir: PathBuf,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+fn start_sleepers(n: u32, timeout: &str) -> Sleeper {
+    let mut cmd = Command::new(WEFT_RUN);
+    cmd.args(["-n", &n.to_string(), "--timeout", timeout]).arg(probe()).arg("sleep");
+    let mut child = spawn_piped(cmd);
+    let stdout = child.stdout.take().unwrap();
+    let stderr = reader(child.stderr.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut pids = Vec::new();
+    let mut sock_dir = None;
+    let mut ready = 0;
+    let end = Instant::now() + DEADLINE;
+    while ready < n {
+        let left = end.saturating_duration_since(Instant::now());
+        let line = match rx.recv_timeout(left) {
+            Ok(l) => l,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("ranks did not become ready");
+            }
+        };
+        if line.starts_with("PID ") {
+            pids.push(field(&line, "pid").parse().unwrap());
+            sock_dir = Some(PathBuf::from(field(&line, "sock")).parent().unwrap().to_path_buf());
+        } else if line.starts_with("READY ") {
+            ready += 1;
+        }
+    }
+    Sleeper { child, pids, sock_dir: sock_dir.unwrap(), stderr }
+}
+
+// ------------------------------------------------------------------------ tests
+
+#[test]
+fn modex_n1_n4_n8() {
+    for n in [1u32, 4, 8] {
+        let out = run_probe(n, &["modex"]);
+        assert!(out.status.success(), "n={n}: {}", out.dump());
+        assert_eq!(out.lines("OK ").len(), n as usize, "n={n}: {}", out.dump());
+        assert!(out.lines("FAIL").is_empty(), "{}", out.dump());
+    }
+}
+
+#[test]
+fn info_under_launcher_and_singleton() {
+    let out = run_probe(3, &["info"]);
+    assert!(out.status.success(), "{}", out.dump());
+    let info = out.lines("INFO ");
+    assert_eq!(info.len(), 3);
+    let job = field(info[0], "job");
+    assert!(job.starts_with("weft-"), "{job}");
+    for l in &info {
+        assert_eq!(field(l, "backend"), "weft-run");
+        assert_eq!(field(l, "size"), "3");
+        assert_eq!(field(l, "job"), job, "job id differs between ranks");
+    }
+    // Alone: the singleton backend.
+    let o = Command::new(probe()).arg("info").env_remove("WEFT_RUN_SOCK").output().unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{s}");
+    assert!(s.contains("backend=singleton rank=0 size=1 node=0 peers=[0]"), "{s}");
+}
+
+#[test]
+fn bad_environment_is_a_typed_error() {
+    let o = Command::new(probe())
+        .arg("info")
+        .env("WEFT_RUN_SOCK", "/nonexistent/sock")
+        .env("WEFT_RANK", "zero")
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{s}");
+    assert!(s.contains("bad environment"), "{s}");
+    let o = Command::new(probe())
+        .arg("info")
+        .envs([
+            ("WEFT_RUN_SOCK", "/nonexistent/sock"),
+            ("WEFT_RANK", "0"),
+            ("WEFT_SIZE", "1"),
+            ("WEFT_JOBID", "weft-x"),
+            ("WEFT_NODE", "0"),
+            ("WEFT_LOCAL_RANKS", "0"),
+        ])
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{s}");
+    assert!(s.contains("I/O error"), "{s}");
+}
+
+fn check_detection(out: &Out, n: u32, victim: u32, max_us: Option<u64>) {
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.lines("FAIL").is_empty(), "{}", out.dump());
+    let det = out.lines("DETECT ");
+    assert_eq!(det.len(), n as usize - 1, "every survivor detects: {}", out.dump());
+    for l in &det {
+        assert_eq!(field(l, "victim"), victim.to_string());
+        if let Some(max) = max_us {
+            let d: i64 = field(l, "delay_us").parse().unwrap();
+            assert!(d >= 0 && (d as u64) < max, "detection took {d} µs: {l}");
+        }
+    }
+    assert_eq!(out.lines("FENCE_FAILED ").len(), n as usize - 1, "{}", out.dump());
+    assert_eq!(out.lines("OK ").len(), n as usize - 1, "survivors finish: {}", out.dump());
+    let failed: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("weft-run: rank ")).collect();
+    assert!(
+        failed.iter().any(|l| l.starts_with(&format!("weft-run: rank {victim} (pid "))),
+        "{}",
+        out.dump()
+    );
+}
+
+#[test]
+fn sigkilled_rank_is_reported_to_every_survivor_fast() {
+    let stamp = std::env::temp_dir().join(format!("weft-test-stamp-{}", std::process::id()));
+    let s = stamp.to_str().unwrap();
+    let out = run_probe(4, &["kill", "2", s]);
+    check_detection(&out, 4, 2, Some(100_000));
+    assert!(out.stderr.contains("weft-run: rank 2 (pid "), "{}", out.dump());
+    assert!(out.stderr.contains("killed by signal 9 (SIGKILL)"), "{}", out.dump());
+    for l in out.lines("DETECT ") {
+        eprintln!("{l}");
+    }
+    // Death before the first fence: that fence fails, the next succeeds.
+    let out = run_probe(4, &["kill", "1", s, "before"]);
+    check_detection(&out, 4, 1, None);
+    let _ = std::fs::remove_file(&stamp);
+}
+
+#[test]
+fn garbage_from_a_rank_kills_only_that_rank() {
+    let out = run_probe(3, &["garbage", "1"]);
+    check_detection(&out, 3, 1, None);
+    assert!(out.stderr.contains("protocol error"), "{}", out.dump());
+}
+
+#[test]
+fn nonzero_exit_and_exit_without_finalize_are_failures() {
+    let out = run_probe(3, &["exit", "0", "5"]);
+    check_detection(&out, 3, 0, None);
+    assert!(
+        out.stderr.contains("rank 0 (pid ") && out.stderr.contains("exited with status 5"),
+        "{}",
+        out.dump()
+    );
+    let out = run_probe(3, &["exit", "2", "0"]);
+    check_detection(&out, 3, 2, None);
+    assert!(out.stderr.contains("exited with status 0 before finalize"), "{}", out.dump());
+}
+
+#[test]
+fn abort_kills_the_job_with_its_code() {
+    let out = run_probe(3, &["abort", "1", "7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", out.dump());
+    assert!(out.stderr.contains("called abort(7): rt_probe abort test"), "{}", out.dump());
+}
+
+#[test]
+fn timeout_kills_everything() {
+    let mut s = start_sleepers(3, "2");
+    assert_eq!(s.pids.len(), 3);
+    let st = wait_deadline(&mut s.child, Instant::now() + DEADLINE);
+    let err = s.stderr.join().unwrap();
+    assert_eq!(st.code(), Some(124), "{err}");
+    assert!(err.contains("weft-run: timeout after 2 s"), "{err}");
+    // weft-run reaps its ranks before exiting: they are gone right away.
+    wait_gone(&s.pids, Duration::from_millis(1));
+    assert!(!s.sock_dir.exists(), "socket dir left behind");
+}
+
+#[test]
+fn sigterm_and_sigint_kill_children_and_clean_up() {
+    for (sig, code, n) in [(Signal::SIGTERM, 143, 4), (Signal::SIGINT, 130, 2)] {
+        let mut s = start_sleepers(n, "60");
+        let sock = s.sock_dir.join("sock");
+        assert!(sock.exists());
+        // Strangers on the socket must not disturb the launcher: garbage, a HELLO for a rank
+        // that does not exist, a duplicate HELLO for a live rank.
+        use std::io::Write;
+        use std::os::unix::net::UnixStream;
+        let hello = |rank: u32| {
+            let mut f = vec![13, 0, 0, 0, 0x01];
+            for x in [1u32, rank, 1] {
+                f.extend_from_slice(&x.to_le_bytes());
+            }
+            f
+        };
+        for bytes in [vec![0xffu8; 64], hello(99), hello(0), vec![0, 0, 0, 0]] {
+            let mut c = UnixStream::connect(&sock).unwrap();
+            let _ = c.write_all(&bytes);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(s.child.try_wait().unwrap().is_none(), "weft-run died on garbage");
+        assert!(s.pids.iter().all(|&p| !is_gone(p)), "a rank died on garbage");
+        kill(Pid::from_raw(s.child.id() as i32), sig).unwrap();
+        let st = wait_deadline(&mut s.child, Instant::now() + DEADLINE);
+        let err = s.stderr.join().unwrap();
+        assert_eq!(st.code(), Some(code), "{sig}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        wait_gone(&s.pids, Duration::from_millis(1));
+        assert!(!s.sock_dir.exists(), "socket dir left behind");
+    }
+}
+
+#[test]
+fn sigkilled_launcher_takes_its_ranks_along() {
+    let mut s = start_sleepers(3, "60");
+    s.child.kill().unwrap(); // SIGKILL: no cleanup possible, PDEATHSIG must do it.
+    let _ = s.child.wait();
+    wait_gone(&s.pids, Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&s.sock_dir);
+}
+
+#[test]
+fn shm_segments_named_after_the_job_are_removed() {
+    if !Path::new("/dev/shm").is_dir() {
+        return;
+    }
+    let out = run_probe(2, &["shm"]);
+    assert!(out.status.success(), "{}", out.dump());
+    let paths = out.lines("SHM ");
+    assert_eq!(paths.len(), 2);
+    for l in paths {
+        let p = l.trim_start_matches("SHM ");
+        assert!(!Path::new(p).exists(), "{p} left behind");
+    }
+}
+
+#[test]
+fn argument_errors_exit_2() {
+    let cases: &[&[&str]] = &[
+        &["-n", "0", "true"],
+        &["-n", "2"],
+        &["true"],
+        &["-n", "x", "true"],
+        &["-n", "2", "/nonexistent/prog"],
+        &["-n", "2", "/etc/hostname-not-exec-weft"],
+        &["-n", "2", "/dev/null"],
+        &["-n", "2", "no-such-program-weft-xyz"],
+        &["-n", "2", "--timeout", "abc", "true"],
+        &["-n", "2", "--timeout", "-3", "true"],
+        &["-n", "2", "--timeout", "0", "true"],
+    ];
+    for args in cases {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out.dump());
+        assert!(!out.stderr.trim().is_empty(), "{args:?}: no message");
+        assert!(!out.stderr.contains("panicked"), "{args:?}: {}", out.dump());
+    }
+    // A plain program that never joins the protocol and exits 0 is a normal end.
+    let out = run(&["-n", "2", "--timeout", "30", "true"]);
+    assert!(out.status.success(), "{}", out.dump());
+    let out = run(&["-n", "2", "--timeout", "30", "false"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert_eq!(
+        out.stderr.lines().filter(|l| l.contains("exited with status 1")).count(),
+        2,
+        "{}",
+        out.dump()
+    );
+}

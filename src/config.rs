@@ -1,0 +1,175 @@
+//! `Config`: every `WEFT_*` setting, read from the environment, with its default.
+//!
+//! This table is the single source of truth: `weft-info` prints it and the README documents it.
+//! A known key with a bad value, or an unknown `WEFT_*` key, is a typed [`Error::Config`]
+//! (a typo must not silently fall back to a default).
+
+use crate::Error;
+
+/// One configuration key: name, default and meaning.
+pub struct Key {
+    /// Environment variable name.
+    pub name: &'static str,
+    /// Default value, as text.
+    pub default: &'static str,
+    /// What it controls.
+    pub help: &'static str,
+}
+
+/// Every configuration key weft reads.
+pub const KEYS: &[Key] = &[
+    Key { name: "WEFT_PROGRESS", default: "poll", help: "idle behaviour of blocking calls: poll (spin) | yield (sched_yield after a short spin; for more ranks than cores)" },
+    Key { name: "WEFT_EAGER_LIMIT", default: "16384", help: "largest message sent eagerly (bytes); larger ones use single-copy rendezvous" },
+    Key { name: "WEFT_SHM_BUDGET", default: "4194304", help: "bytes of inbound ring space per rank, shared among its local peers" },
+    Key { name: "WEFT_SHM_RING_MIN", default: "16384", help: "smallest ring per peer pair (bytes, power of two)" },
+    Key { name: "WEFT_SHM_RING_MAX", default: "524288", help: "largest ring per peer pair (bytes, power of two)" },
+    Key { name: "WEFT_SLOW_PERIOD_US", default: "200", help: "period of the progress engine's slow path (failure polling), microseconds" },
+];
+
+/// Variables set by launchers, not configuration: accepted without complaint.
+const LAUNCHER_VARS: &[&str] =
+    &["WEFT_RUN_SOCK", "WEFT_RANK", "WEFT_SIZE", "WEFT_JOBID", "WEFT_NODE", "WEFT_LOCAL_RANKS", "WEFT_RUN"];
+
+/// Progress mode (`WEFT_PROGRESS`).
+pub use weft_engine::ProgressMode;
+
+/// Parsed configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `WEFT_PROGRESS`.
+    pub progress: ProgressMode,
+    /// `WEFT_EAGER_LIMIT`.
+    pub eager_limit: usize,
+    /// `WEFT_SHM_BUDGET`.
+    pub shm_budget: usize,
+    /// `WEFT_SHM_RING_MIN`.
+    pub shm_ring_min: usize,
+    /// `WEFT_SHM_RING_MAX`.
+    pub shm_ring_max: usize,
+    /// `WEFT_SLOW_PERIOD_US`.
+    pub slow_period_us: u64,
+}
+
+fn bad(key: &str, value: &str, reason: &str) -> Error {
+    Error::Config { key: key.to_string(), value: value.to_string(), reason: reason.to_string() }
+}
+
+fn parse_num<T>(key: &str, v: &str, min: T) -> Result<T, Error>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    let n: T = v.trim().parse().map_err(|_| bad(key, v, "expected a non-negative integer"))?;
+    if n < min {
+        return Err(bad(key, v, &format!("must be at least {min}")));
+    }
+    Ok(n)
+}
+
+impl Config {
+    /// Read the configuration from the process environment.
+    pub fn from_env() -> Result<Config, Error> {
+        Config::from_vars(std::env::vars())
+    }
+
+    /// Read the configuration from `(name, value)` pairs (non-`WEFT_` names are ignored).
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Config, Error> {
+        let mut c = Config::default();
+        for (k, v) in vars {
+            if !k.starts_with("WEFT_") || LAUNCHER_VARS.contains(&k.as_str()) {
+                continue;
+            }
+            match k.as_str() {
+                "WEFT_PROGRESS" => {
+                    c.progress = match v.trim() {
+                        "poll" => ProgressMode::Poll,
+                        "yield" => ProgressMode::Yield,
+                        _ => return Err(bad(&k, &v, "expected poll or yield")),
+                    }
+                }
+                "WEFT_EAGER_LIMIT" => c.eager_limit = parse_num(&k, &v, 0usize)?,
+                "WEFT_SHM_BUDGET" => c.shm_budget = parse_num(&k, &v, 4096usize)?,
+                "WEFT_SHM_RING_MIN" => c.shm_ring_min = parse_num(&k, &v, 4096usize)?,
+                "WEFT_SHM_RING_MAX" => c.shm_ring_max = parse_num(&k, &v, 4096usize)?,
+                "WEFT_SLOW_PERIOD_US" => c.slow_period_us = parse_num(&k, &v, 1u64)?,
+                _ => return Err(bad(&k, &v, "unknown configuration key (see `weft-info` for the list)")),
+            }
+        }
+        if c.shm_ring_min > c.shm_ring_max {
+            return Err(bad(
+                "WEFT_SHM_RING_MIN",
+                &c.shm_ring_min.to_string(),
+                "larger than WEFT_SHM_RING_MAX",
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Current value of `key` as text (for `weft-info`).
+    pub fn value_of(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "WEFT_PROGRESS" => match self.progress {
+                ProgressMode::Poll => "poll".into(),
+                ProgressMode::Yield => "yield".into(),
+            },
+            "WEFT_EAGER_LIMIT" => self.eager_limit.to_string(),
+            "WEFT_SHM_BUDGET" => self.shm_budget.to_string(),
+            "WEFT_SHM_RING_MIN" => self.shm_ring_min.to_string(),
+            "WEFT_SHM_RING_MAX" => self.shm_ring_max.to_string(),
+            "WEFT_SLOW_PERIOD_US" => self.slow_period_us.to_string(),
+            _ => return None,
+        })
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            progress: ProgressMode::Poll,
+            eager_limit: 16384,
+            shm_budget: 4 << 20,
+            shm_ring_min: 16 << 10,
+            shm_ring_max: 512 << 10,
+            slow_period_us: 200,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_match_key_table() {
+        let c = Config::default();
+        for k in KEYS {
+            assert_eq!(c.value_of(k.name).as_deref(), Some(k.default), "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn parses_known_keys() {
+        let c = Config::from_vars(vars(&[
+            ("WEFT_PROGRESS", "yield"),
+            ("WEFT_EAGER_LIMIT", "1024"),
+            ("HOME", "/x"),
+        ]))
+        .unwrap();
+        assert_eq!(c.progress, ProgressMode::Yield);
+        assert_eq!(c.eager_limit, 1024);
+    }
+
+    #[test]
+    fn rejects_bad_values_and_unknown_keys() {
+        let e = Config::from_vars(vars(&[("WEFT_PROGRESS", "spin")])).unwrap_err();
+        assert!(e.to_string().contains("WEFT_PROGRESS"), "{e}");
+        assert!(Config::from_vars(vars(&[("WEFT_EAGER_LIMIT", "-3")])).is_err());
+        assert!(Config::from_vars(vars(&[("WEFT_SHM_BUDGET", "12")])).is_err());
+        let e = Config::from_vars(vars(&[("WEFT_EAGR_LIMIT", "5")])).unwrap_err();
+        assert!(matches!(e, Error::Config { .. }), "{e}");
+        assert!(Config::from_vars(vars(&[("WEFT_RANK", "3")])).is_ok());
+    }
+}

@@ -1,0 +1,34 @@
+//! `weft`: a fault-tolerant message-passing engine.
+//!
+//! This crate is the facade: [`init`] wires the runtime (`weft-pmix`), the transports
+//! (`weft-shm`) and the progress engine (`weft-engine`) together and exposes the safe API
+//! ([`Weft`], [`Comm`], [`Request`]) and the C ABI (`include/weft.h`, module `capi`).
+//!
+//! ```no_run
+//! let w = weft::init()?;
+//! let world = w.world();
+//! let mut token = [0u8; 8];
+//! if world.rank() == 0 {
+//!     world.send(&42u64.to_le_bytes(), 1 % world.size(), 0)?;
+//! }
+//! if world.rank() == 1 % world.size() {
+//!     world.recv(&mut token, 0, 0)?;
+//! }
+//! w.finalize()?;
+//! # Ok::<(), weft::Error>(())
+//! ```
+
+mod api;
+/// The C ABI (`include/weft.h`): `extern "C"` functions prefixed `weft_`.
+pub mod capi;
+mod config;
+mod error;
+mod init;
+
+pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scope, Weft};
+pub use config::{Config, Key, ProgressMode, KEYS};
+pub use error::{EngineError, Error};
+pub use weft_engine::{Status, ANY_SOURCE, ANY_TAG, MAX_TAG, UNDEFINED};
+
+/// Result of a weft call.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,219 @@
+//! C ABI tests: the checked-in header is what cbindgen generates, and the C programs
+//! (`tests/c/*.c`, `examples/c/ring.c`) compile against `include/weft.h` and the `weft`
+//! cdylib and pass under `weft-run -n 4`.
+//!
+//! Regenerate the header: `WEFT_BLESS=1 cargo test -p weft --test capi header_is_fresh`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+const RANKS: usize = 4;
+/// `weft-run --timeout`, seconds.
+const JOB_TIMEOUT: u32 = 30;
+/// Hard limit in the test itself, in case `weft-run` does not end the job.
+const HARD_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn generate_header() -> String {
+    let cfg = cbindgen::Config::from_file(root().join("cbindgen.toml")).expect("read cbindgen.toml");
+    let mut out = Vec::new();
+    cbindgen::Builder::new()
+        .with_config(cfg)
+        .with_src(root().join("src/capi.rs"))
+        .generate()
+        .expect("cbindgen failed on src/capi.rs")
+        .write(&mut out);
+    String::from_utf8(out).expect("header is UTF-8")
+}
+
+#[test]
+fn header_is_fresh() {
+    let path = root().join("include/weft.h");
+    let fresh = generate_header();
+    if std::env::var_os("WEFT_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &fresh).expect("write include/weft.h");
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        current == fresh,
+        "include/weft.h is stale: run `WEFT_BLESS=1 cargo test -p weft --test capi header_is_fresh` \
+         (or `cbindgen --config cbindgen.toml --output include/weft.h src/capi.rs`) to regenerate"
+    );
+}
+
+/// Directory of this profile's artifacts (`target/<profile>`): this test runs from its `deps/`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
+}
+
+fn cargo_build(args: &[&str]) {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root()).arg("build").args(args);
+    if profile_dir().file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let st = cmd.status().expect("run cargo build");
+    assert!(st.success(), "cargo build {args:?} failed");
+}
+
+/// `(lib dir, weft-run)`, built once: the cdylib and the launcher are (re)built with cargo so
+/// the C programs link the current code (cargo's lock makes this safe while `cargo test` runs).
+fn artifacts() -> &'static (PathBuf, PathBuf) {
+    static A: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    A.get_or_init(|| {
+        cargo_build(&["-p", "weft", "--lib"]);
+        cargo_build(&["-p", "weft-pmix", "--bin", "weft-run"]);
+        let dir = profile_dir();
+        assert!(dir.join("libweft.so").exists(), "no libweft.so in {}", dir.display());
+        let run = dir.join("weft-run");
+        assert!(run.exists(), "no weft-run in {}", dir.display());
+        (dir, run)
+    })
+}
+
+fn out_dir() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("capi");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compile one C program against the header and the cdylib.
+fn compile(src: &str) -> PathBuf {
+    let (lib, _) = artifacts();
+    let name = Path::new(src).file_stem().unwrap().to_str().unwrap();
+    let exe = out_dir().join(name);
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join(src))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lweft")
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+/// Run `exe` under `weft-run -n RANKS`; returns (stdout, stderr) after asserting exit 0.
+fn run_job(exe: &Path) -> (String, String) {
+    // One job at a time: 4 ranks each already outnumber the cores.
+    static JOBS: Mutex<()> = Mutex::new(());
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let (_, weft_run) = artifacts();
+    let name = exe.file_name().unwrap().to_str().unwrap();
+    let (out_path, err_path) = (out_dir().join(format!("{name}.out")), out_dir().join(format!("{name}.err")));
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        Command::new(weft_run)
+            .args(["-n", &RANKS.to_string(), "--timeout", &JOB_TIMEOUT.to_string()])
+            .arg(exe)
+            .env("WEFT_PROGRESS", "yield")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .stderr(std::fs::File::create(&err_path).unwrap())
+            .process_group(0)
+            .spawn()
+            .expect("spawn weft-run")
+    };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for weft-run") {
+            break Some(st);
+        }
+        if start.elapsed() > HARD_TIMEOUT {
+            // SAFETY: plain syscall; the child leads its own process group (process_group(0)),
+            // so this signals only the job we started.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    match status {
+        None => {
+            panic!("{name}: hard timeout after {HARD_TIMEOUT:?}\nstdout:\n{out}\nstderr:\n{err}")
+        }
+        Some(st) => {
+            assert!(st.success(), "{name}: weft-run exited with {st}\nstdout:\n{out}\nstderr:\n{err}")
+        }
+    }
+    (out, err)
+}
+
+/// Every rank printed `{prefix} rank R ...` exactly once for R in 0..RANKS.
+fn assert_every_rank(out: &str, prefix: &str, suffix: &str) {
+    for r in 0..RANKS {
+        let head = format!("{prefix} rank {r} ");
+        let n = out.lines().filter(|l| l.starts_with(&head) && l.contains(suffix)).count();
+        assert_eq!(n, 1, "expected one `{head}...{suffix}` line, got {n}; stdout:\n{out}");
+    }
+}
+
+#[test]
+fn c_example_ring() {
+    let exe = compile("examples/c/ring.c");
+    let (out, _) = run_job(&exe);
+    assert_every_rank(&out, "ring:", "ok: 12 sizes up to 1048576 bytes");
+    assert!(out.contains("ring: rank 0 of 4 ok: 12 sizes up to 1048576 bytes, token 4"), "stdout:\n{out}");
+    assert!(
+        out.contains("wildcard: rank 0 received from all 3 peers with WEFT_ANY_SOURCE/WEFT_ANY_TAG"),
+        "stdout:\n{out}"
+    );
+}
+
+#[test]
+fn c_p2p() {
+    let exe = compile("tests/c/p2p.c");
+    let (out, _) = run_job(&exe);
+    assert_every_rank(&out, "p2p:", "ok");
+}
+
+#[test]
+fn c_errors() {
+    let exe = compile("tests/c/errors.c");
+    let (out, err) = run_job(&exe);
+    assert_every_rank(&out, "errors:", "ok");
+    assert!(!err.contains("errors: rank"), "stderr:\n{err}");
+}
+
+#[test]
+fn header_compiles_as_cpp() {
+    let Ok(cxx) = which("c++") else { return };
+    let src = out_dir().join("cpp_check.cpp");
+    std::fs::write(
+        &src,
+        "#include \"weft.h\"\nint main() { weft_status s{}; (void)s; return WEFT_SUCCESS; }\n",
+    )
+    .unwrap();
+    let out = Command::new(cxx)
+        .args(["-fsyntax-only", "-Wall", "-Werror", "-I"])
+        .arg(root().join("include"))
+        .arg(&src)
+        .output()
+        .expect("run c++");
+    assert!(
+        out.status.success(),
+        "include/weft.h does not compile as C++:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn which(prog: &str) -> Result<PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path).map(|d| d.join(prog)).find(|p| p.exists()).ok_or(())
+}

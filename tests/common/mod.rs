@@ -1,0 +1,84 @@
+//! Helpers for multi-process tests: locate binaries in the target directory and run jobs
+//! under `weft-run` with a hard timeout (a hang fails the test instead of stalling CI).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// `target/<profile>` of the running test binary.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent().and_then(|d| d.parent()).expect("target/<profile>/deps/<test>").to_path_buf()
+}
+
+/// Path of `weft-run`, building it if this test run did not.
+pub fn weft_run() -> PathBuf {
+    let p = target_dir().join("weft-run");
+    if !p.exists() {
+        let profile = target_dir().file_name().unwrap().to_string_lossy().to_string();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "weft-pmix", "--bin", "weft-run"]);
+        if profile == "release" {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build weft-run").success(), "building weft-run failed");
+    }
+    p
+}
+
+/// Path of an example of the root crate (built by `cargo test`).
+pub fn example(name: &str) -> PathBuf {
+    let p = target_dir().join("examples").join(name);
+    assert!(p.exists(), "example {name} not built at {}", p.display());
+    p
+}
+
+/// Run `cmd` with a hard deadline; kill it (and fail) if it does not finish in time.
+pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = cmd.spawn().expect("spawn");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait"),
+        Err(_) => {
+            // SAFETY-free: plain kill(2) through the command line tool to avoid unsafe here.
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("job did not finish within {limit:?}: {:?}", cmd_line(&cmd));
+        }
+    }
+}
+
+fn cmd_line(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Run `prog args` under `weft-run -n n` (yield mode, since tests oversubscribe 2 cores),
+/// with weft-run's own timeout and a test-side deadline a little longer.
+pub fn weft_job(n: u32, prog: &PathBuf, args: &[&str], envs: &[(&str, &str)], secs: u64) -> Output {
+    let mut cmd = Command::new(weft_run());
+    cmd.args(["-n", &n.to_string(), "--timeout", &secs.to_string()]).arg(prog).args(args);
+    cmd.env("WEFT_PROGRESS", "yield");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    run_with_timeout(cmd, Duration::from_secs(secs + 15))
+}
+
+/// stdout and stderr as text.
+pub fn text(out: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Seconds elapsed since `t`, for messages.
+pub fn since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}

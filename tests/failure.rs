@@ -1,0 +1,29 @@
+//! A rank killed with SIGKILL: survivors keep running, each learns which rank died within
+//! 100 ms, a receive blocked on the dead rank ends with an error, data it sent before dying
+//! is still delivered, and weft-run reports the failed rank in its exit status.
+
+mod common;
+use common::*;
+
+#[test]
+fn sigkill_is_detected_and_survivors_continue() {
+    for n in [2u32, 4] {
+        let out = weft_job(n, &example("failure_test"), &[], &[], 60);
+        let (so, se) = text(&out);
+        assert!(!out.status.success(), "weft-run must report the killed rank");
+        assert!(se.contains(&format!("rank {} (pid", n - 1)) && se.contains("SIGKILL"), "stderr:\n{se}");
+        assert!(
+            so.contains("rank 0 blocked recv ended with: process failure"),
+            "stdout:\n{so}\nstderr:\n{se}"
+        );
+        for r in 0..n - 1 {
+            let line = so
+                .lines()
+                .find(|l| l.starts_with(&format!("failure_test: rank {r} detected rank {}", n - 1)))
+                .unwrap_or_else(|| panic!("rank {r} did not detect:\n{so}\n{se}"));
+            let ms: f64 = line.split("after ").nth(1).unwrap().trim_end_matches(" ms").parse().unwrap();
+            assert!(ms < 100.0, "rank {r} took {ms} ms to learn of the failure");
+            assert!(so.contains(&format!("failure_test: rank {r} survivors OK")), "stdout:\n{so}\n{se}");
+        }
+    }
+}
