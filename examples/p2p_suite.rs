@@ -191,10 +191,12 @@ fn main() {
         fail(format!("rank {}: {e}", c.rank()));
     }
     let tr = if c.size() > 1 { c.transport_to((c.rank() + 1) % c.size()).unwrap_or("?") } else { "self" };
+    let counts: Vec<String> = w.messages_by_transport().iter().map(|(n, c)| format!("{n}={c}")).collect();
     println!(
-        "p2p_suite: rank {} OK (backend {}, transport to next {tr}, seed {seed})",
+        "p2p_suite: rank {} OK (backend {}, transport to next {tr}, seed {seed}) sent [{}]",
         c.rank(),
-        w.runtime_backend()
+        w.runtime_backend(),
+        counts.join(" ")
     );
     if let Err(e) = w.finalize() {
         fail(format!("finalize: {e}"));

@@ -56,6 +56,8 @@ typedef enum weft_error {
   WEFT_ERR_RUNTIME,
   // facade `Config` (bad `WEFT_*` setting)
   WEFT_ERR_CONFIG,
+  // facade `Topology` (hwloc discovery or process binding failed)
+  WEFT_ERR_TOPOLOGY,
   // called before `weft_init` (or after `weft_finalize`), or from another thread
   WEFT_ERR_NOT_INITIALIZED,
   // facade `AlreadyInitialized`

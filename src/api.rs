@@ -111,6 +111,12 @@ impl Weft {
         self.inner.engine.borrow().stats().clone()
     }
 
+    /// Messages handed to each transport so far, by transport name ("shm", "ofi").
+    pub fn messages_by_transport(&self) -> Vec<(&'static str, u64)> {
+        let e = self.inner.engine.borrow();
+        e.transport_names().into_iter().zip(e.stats().sent_by_transport.iter().copied()).collect()
+    }
+
     /// World ranks known to have failed, in order of detection.
     pub fn failed_world_ranks(&self) -> Vec<u32> {
         self.inner.engine.borrow().failed_world_ranks().to_vec()

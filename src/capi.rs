@@ -79,6 +79,8 @@ pub enum weft_error {
     WEFT_ERR_RUNTIME,
     /// facade `Config` (bad `WEFT_*` setting)
     WEFT_ERR_CONFIG,
+    /// facade `Topology` (hwloc discovery or process binding failed)
+    WEFT_ERR_TOPOLOGY,
     /// called before `weft_init` (or after `weft_finalize`), or from another thread
     WEFT_ERR_NOT_INITIALIZED,
     /// facade `AlreadyInitialized`
@@ -110,6 +112,8 @@ pub fn error_code(e: &Error) -> weft_error {
         Error::Runtime(_) => WEFT_ERR_RUNTIME,
         Error::Config { .. } => WEFT_ERR_CONFIG,
         Error::AlreadyInitialized => WEFT_ERR_ALREADY_INITIALIZED,
+        // hwloc / binding failure at init. Shares RUNTIME until it gets its own code (header).
+        Error::Topology(_) => WEFT_ERR_TOPOLOGY,
     }
 }
 
@@ -900,7 +904,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 17] = [
+const ALL_CODES: [weft_error; 18] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -915,6 +919,7 @@ const ALL_CODES: [weft_error; 17] = [
     WEFT_ERR_MALFORMED,
     WEFT_ERR_RUNTIME,
     WEFT_ERR_CONFIG,
+    WEFT_ERR_TOPOLOGY,
     WEFT_ERR_NOT_INITIALIZED,
     WEFT_ERR_ALREADY_INITIALIZED,
     WEFT_ERR_INTERNAL,
@@ -936,6 +941,7 @@ fn error_str(code: weft_error) -> &'static CStr {
         WEFT_ERR_MALFORMED => c"malformed message",
         WEFT_ERR_RUNTIME => c"runtime (bootstrap) error",
         WEFT_ERR_CONFIG => c"configuration error",
+        WEFT_ERR_TOPOLOGY => c"topology or binding error",
         WEFT_ERR_NOT_INITIALIZED => c"weft is not initialised",
         WEFT_ERR_ALREADY_INITIALIZED => c"weft is already initialised",
         WEFT_ERR_INTERNAL => c"internal error",

@@ -24,6 +24,10 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_SHM_RING_MIN", default: "16384", help: "smallest ring per peer pair (bytes, power of two)" },
     Key { name: "WEFT_SHM_RING_MAX", default: "524288", help: "largest ring per peer pair (bytes, power of two)" },
     Key { name: "WEFT_SLOW_PERIOD_US", default: "200", help: "period of the progress engine's slow path (failure polling), microseconds" },
+    Key { name: "WEFT_SHM", default: "on", help: "on: peers on the same node use shared memory; off: every peer goes through the network transport (testing)" },
+    Key { name: "WEFT_FI_PROVIDER", default: "auto", help: "libfabric provider for inter-node traffic (auto = best RDM provider: verbs;ofi_rxm, cxi, efa, ..., tcp;ofi_rxm)" },
+    Key { name: "WEFT_FI_DOMAIN", default: "auto", help: "libfabric domain (NIC / interface) to use, e.g. mlx5_0 or lo; auto = the provider's first" },
+    Key { name: "WEFT_BIND", default: "core", help: "process binding: core (one core per local rank) | numa (the NUMA node of that core) | none" },
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
@@ -48,6 +52,32 @@ pub struct Config {
     pub shm_ring_max: usize,
     /// `WEFT_SLOW_PERIOD_US`.
     pub slow_period_us: u64,
+    /// `WEFT_SHM`.
+    pub shm: bool,
+    /// `WEFT_FI_PROVIDER` (`None` = automatic choice).
+    pub fi_provider: Option<String>,
+    /// `WEFT_FI_DOMAIN` (`None` = the provider's first domain).
+    pub fi_domain: Option<String>,
+    /// `WEFT_BIND`.
+    pub bind: Bind,
+}
+
+/// Process binding policy (`WEFT_BIND`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bind {
+    /// One core per local rank (local rank modulo cores).
+    Core,
+    /// The NUMA node that holds that core.
+    Numa,
+    /// Leave the binding alone (e.g. the launcher already bound us).
+    None,
+}
+
+fn auto_or(v: &str) -> Option<String> {
+    match v.trim() {
+        "" | "auto" => None,
+        s => Some(s.to_string()),
+    }
 }
 
 fn bad(key: &str, value: &str, reason: &str) -> Error {
@@ -91,6 +121,23 @@ impl Config {
                 "WEFT_SHM_RING_MIN" => c.shm_ring_min = parse_num(&k, &v, 4096usize)?,
                 "WEFT_SHM_RING_MAX" => c.shm_ring_max = parse_num(&k, &v, 4096usize)?,
                 "WEFT_SLOW_PERIOD_US" => c.slow_period_us = parse_num(&k, &v, 1u64)?,
+                "WEFT_SHM" => {
+                    c.shm = match v.trim() {
+                        "on" | "1" | "yes" => true,
+                        "off" | "0" | "no" => false,
+                        _ => return Err(bad(&k, &v, "expected on or off")),
+                    }
+                }
+                "WEFT_FI_PROVIDER" => c.fi_provider = auto_or(&v),
+                "WEFT_FI_DOMAIN" => c.fi_domain = auto_or(&v),
+                "WEFT_BIND" => {
+                    c.bind = match v.trim() {
+                        "core" => Bind::Core,
+                        "numa" => Bind::Numa,
+                        "none" => Bind::None,
+                        _ => return Err(bad(&k, &v, "expected core, numa or none")),
+                    }
+                }
                 _ => return Err(bad(&k, &v, "unknown configuration key (see `weft-info` for the list)")),
             }
         }
@@ -116,6 +163,14 @@ impl Config {
             "WEFT_SHM_RING_MIN" => self.shm_ring_min.to_string(),
             "WEFT_SHM_RING_MAX" => self.shm_ring_max.to_string(),
             "WEFT_SLOW_PERIOD_US" => self.slow_period_us.to_string(),
+            "WEFT_SHM" => if self.shm { "on" } else { "off" }.into(),
+            "WEFT_FI_PROVIDER" => self.fi_provider.clone().unwrap_or_else(|| "auto".into()),
+            "WEFT_FI_DOMAIN" => self.fi_domain.clone().unwrap_or_else(|| "auto".into()),
+            "WEFT_BIND" => match self.bind {
+                Bind::Core => "core".into(),
+                Bind::Numa => "numa".into(),
+                Bind::None => "none".into(),
+            },
             _ => return None,
         })
     }
@@ -130,6 +185,10 @@ impl Default for Config {
             shm_ring_min: 16 << 10,
             shm_ring_max: 512 << 10,
             slow_period_us: 200,
+            shm: true,
+            fi_provider: None,
+            fi_domain: None,
+            bind: Bind::Core,
         }
     }
 }

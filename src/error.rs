@@ -18,6 +18,9 @@ pub enum Error {
     /// A `WEFT_*` setting is unknown or has a bad value.
     #[error("configuration: {key}={value:?}: {reason}")]
     Config { key: String, value: String, reason: String },
+    /// Reading the machine topology or binding the process (hwloc) failed.
+    #[error("topology: {0}")]
+    Topology(String),
     /// `init` was called while weft is already initialised in this thread.
     #[error("weft is already initialised in this thread")]
     AlreadyInitialized,

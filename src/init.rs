@@ -1,23 +1,48 @@
 //! `init`: wire runtime, transports and engine together.
 //!
-//! Order: read `Config` → start the runtime (weft-run, PMIx or singleton) → create the
-//! shared-memory segment and publish its card → fence → connect to local peers → hand the
-//! transport and the runtime's termination events to the engine.
+//! Order: read `Config` → start the runtime (weft-run, PMIx or singleton) → bind the process
+//! (`WEFT_BIND`) → create the shared-memory segment (peers on this node) and the libfabric
+//! endpoint (peers on other nodes) and publish their addresses → fence → connect → hand the
+//! transports and the runtime's termination events to the engine.
+//!
+//! Routing: a peer on the same node goes through shm, any other peer through libfabric; with
+//! `WEFT_SHM=off` every peer goes through libfabric (to test the network path on one node).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use weft_engine::{Engine, EngineConfig};
+use weft_engine::{Engine, EngineConfig, TransportError};
+use weft_fabric::{OfiConfig, OfiTransport};
 use weft_pmix::Runtime;
 use weft_shm::{ShmConfig, ShmTransport};
 
 use crate::{Config, Error};
 
 const SHM_KEY: &str = "shm";
+const OFI_KEY: &str = "ofi";
 
 /// The runtime, shared between the facade (finalize, abort) and the engine's failure source.
 pub(crate) type SharedRuntime = Rc<RefCell<Box<dyn Runtime>>>;
+
+/// Which peers each transport serves.
+struct Plan {
+    shm_peers: Vec<u32>,
+    ofi_peers: Vec<u32>,
+}
+
+fn plan(cfg: &Config, rt: &dyn Runtime) -> Result<Plan, Error> {
+    let me = rt.rank();
+    let local: Vec<u32> = rt.local_peers().iter().copied().filter(|&p| p != me).collect();
+    let shm_peers = if cfg.shm { local } else { Vec::new() };
+    let mut ofi_peers = Vec::new();
+    for p in (0..rt.size()).filter(|&p| p != me) {
+        if !shm_peers.contains(&p) {
+            ofi_peers.push(p);
+        }
+    }
+    Ok(Plan { shm_peers, ofi_peers })
+}
 
 /// Build an engine for this process from `cfg` and a started runtime.
 pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
@@ -25,6 +50,9 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
         let r = rt.borrow();
         (r.rank(), r.size(), r.local_peers().to_vec())
     };
+    let local_rank = local.iter().position(|&p| p == me).unwrap_or(0) as u32;
+    crate::topology::bind_self(cfg.bind, local_rank)?;
+    let plan = plan(cfg, &**rt.borrow())?;
     let mut engine = Engine::new(
         me,
         size,
@@ -34,8 +62,8 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             eager_limit: cfg.eager_limit,
         },
     );
-    let others: Vec<u32> = local.iter().copied().filter(|&p| p != me).collect();
-    let shm = if others.is_empty() {
+
+    let shm = if plan.shm_peers.is_empty() {
         None
     } else {
         let scfg = ShmConfig {
@@ -44,9 +72,24 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             ring_max: cfg.shm_ring_max,
             eager_limit: cfg.eager_limit.max(64),
         };
-        let shm = ShmTransport::create(me, &local, &scfg)?;
+        let local_shm: Vec<u32> =
+            local.iter().copied().filter(|p| *p == me || plan.shm_peers.contains(p)).collect();
+        let shm = ShmTransport::create(me, &local_shm, &scfg)?;
         rt.borrow_mut().put(SHM_KEY, &shm.card())?;
         Some(shm)
+    };
+    let ofi = if plan.ofi_peers.is_empty() {
+        None
+    } else {
+        let ocfg = OfiConfig {
+            provider: cfg.fi_provider.clone(),
+            domain: cfg.fi_domain.clone(),
+            eager_limit: cfg.eager_limit.max(64),
+            ..OfiConfig::default()
+        };
+        let ofi = OfiTransport::open(me, size, &ocfg).map_err(TransportError::from)?;
+        rt.borrow_mut().put(OFI_KEY, &ofi.address())?;
+        Some(ofi)
     };
     {
         let mut r = rt.borrow_mut();
@@ -54,12 +97,20 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
         r.fence()?;
     }
     if let Some(mut shm) = shm {
-        let mut cards = Vec::with_capacity(others.len());
-        for &p in &others {
+        let mut cards = Vec::with_capacity(plan.shm_peers.len());
+        for &p in &plan.shm_peers {
             cards.push((p, rt.borrow_mut().get(p, SHM_KEY)?));
         }
         shm.connect(&cards)?;
-        engine.add_transport(Box::new(shm), &others);
+        engine.add_transport(Box::new(shm), &plan.shm_peers);
+    }
+    if let Some(mut ofi) = ofi {
+        let mut addrs = Vec::with_capacity(plan.ofi_peers.len());
+        for &p in &plan.ofi_peers {
+            addrs.push((p, rt.borrow_mut().get(p, OFI_KEY)?));
+        }
+        ofi.connect(&addrs).map_err(TransportError::from)?;
+        engine.add_transport(Box::new(ofi), &plan.ofi_peers);
     }
     let src = rt.clone();
     engine.add_failure_source(Box::new(move |out: &mut Vec<u32>| {

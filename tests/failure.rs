@@ -27,3 +27,39 @@ fn sigkill_is_detected_and_survivors_continue() {
         }
     }
 }
+
+#[test]
+fn sigkill_across_virtual_nodes() {
+    // The victim (rank 3) is on node 1; ranks 0 and 1 reach it over libfabric.
+    let out = weft_job_on(4, &["--nodes", "2"], &example("failure_test"), &[], &[], 60);
+    let (so, se) = text(&out);
+    assert!(so.contains("rank 0 blocked recv ended with: process failure"), "stdout:\n{so}\nstderr:\n{se}");
+    for r in 0..3 {
+        assert!(so.contains(&format!("failure_test: rank {r} survivors OK")), "stdout:\n{so}\n{se}");
+    }
+}
+
+#[test]
+fn whole_virtual_node_killed() {
+    // 5 ranks on 2 nodes: node 1 = ranks 3,4, killed 1.5 s in while survivors wait on them.
+    let out = weft_job_on(
+        5,
+        &["--nodes", "2", "--kill-node", "1@1.5"],
+        &example("node_failure"),
+        &["3,4"],
+        &[],
+        60,
+    );
+    let (so, se) = text(&out);
+    assert!(!out.status.success());
+    for v in [3, 4] {
+        assert!(se.contains(&format!("rank {v} (pid")), "launcher must report rank {v}:\n{se}");
+    }
+    for r in 0..3 {
+        assert!(
+            so.contains(&format!("node_failure: rank {r} knows failed [3, 4]")),
+            "stdout:\n{so}\nstderr:\n{se}"
+        );
+        assert!(so.contains(&format!("node_failure: rank {r} survivors OK")), "stdout:\n{so}\nstderr:\n{se}");
+    }
+}

@@ -36,9 +36,29 @@ pub(crate) struct CommState {
     pub(crate) world_of: Vec<u32>,
     /// How many entries of the engine's failure list this communicator has acknowledged.
     pub(crate) acked: usize,
+    /// Revoked: every pending and future point-to-point operation fails with `Revoked`.
+    pub(crate) revoked: bool,
+    /// Which failures raise errors on this communicator.
+    pub(crate) scope: ErrScope,
+}
+
+/// Which process failures raise errors on a communicator (seed 001, "error scoping").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ErrScope {
+    /// Only operations that involve the failed process (ULFM default).
+    #[default]
+    Local,
+    /// Any failure of a member raises errors on every operation until acknowledged.
+    Group,
+    /// Any failure in the job raises errors on every operation until acknowledged.
+    Universe,
 }
 
 impl CommState {
+    pub(crate) fn new(ctx: u32, rank: u32, world_of: Vec<u32>) -> CommState {
+        CommState { ctx, rank, world_of, acked: 0, revoked: false, scope: ErrScope::Local }
+    }
+
     pub(crate) fn size(&self) -> u32 {
         self.world_of.len() as u32
     }
@@ -106,5 +126,12 @@ impl Comms {
             }
             _ => Err(Error::InvalidComm),
         }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (CommId, &CommState)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.comm.as_ref().map(|c| (CommId { slot: i as u32, gen: s.gen }, c)))
     }
 }

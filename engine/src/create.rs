@@ -83,8 +83,8 @@ impl Engine {
         Ok(all)
     }
 
-    fn install_comm(&mut self, ctx: u32, rank: u32, world_of: Vec<u32>) -> Result<CommId> {
-        let id = self.core.comms.insert(CommState { ctx, rank, world_of, acked: 0 });
+    pub(crate) fn install_comm(&mut self, ctx: u32, rank: u32, world_of: Vec<u32>) -> Result<CommId> {
+        let id = self.core.comms.insert(CommState::new(ctx, rank, world_of));
         self.core.next_ctx = self.core.next_ctx.max(ctx + 2);
         for x in [ctx, ctx + 1] {
             let qs = self.core.q.ctx(x).ok_or(Error::InvalidArg("context ids exhausted".into()))?;

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::buffer::UserBuf;
+use crate::comm::ErrScope;
 use crate::comm::{CommState, Comms};
 use crate::error::{Error, Result};
 use crate::failure::Failures;
@@ -21,6 +22,8 @@ use crate::{CommId, Status, ANY_SOURCE, ANY_TAG, MAX_TAG};
 
 const ROUTE_SELF: u8 = u8::MAX;
 const ROUTE_NONE: u8 = u8::MAX - 1;
+/// Longest `finalize` waits for queued messages to leave.
+const FINALIZE_FLUSH: Duration = Duration::from_secs(2);
 /// RTS payload: sender request id (8 bytes) + remote key.
 const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
 
@@ -76,16 +79,17 @@ pub struct Stats {
 pub type FailureSource = Box<dyn FnMut(&mut Vec<u32>)>;
 
 /// A message waiting for transport space, in per-destination FIFO order.
-struct Outgoing {
-    hdr: Header,
-    body: Body,
+pub(crate) struct Outgoing {
+    pub(crate) hdr: Header,
+    pub(crate) body: Body,
     /// Eager sends complete when handed to the transport.
-    complete: Option<ReqId>,
+    pub(crate) complete: Option<ReqId>,
 }
 
-enum Body {
+pub(crate) enum Body {
     User(UserBuf),
     Inline([u8; RTS_BODY], u8),
+    Owned(Vec<u8>),
 }
 
 impl Body {
@@ -93,6 +97,7 @@ impl Body {
         match self {
             Body::User(b) => b.as_slice(),
             Body::Inline(a, n) => &a[..*n as usize],
+            Body::Owned(v) => v,
         }
     }
 }
@@ -122,13 +127,13 @@ struct GetInFlight {
 /// while the sink borrows the rest.
 pub(crate) struct Core {
     pub(crate) me: u32,
-    route: Vec<u8>,
+    pub(crate) route: Vec<u8>,
     pub(crate) comms: Comms,
     pub(crate) world: CommId,
     pub(crate) q: Matching,
     pub(crate) reqs: Requests,
-    pending: Vec<VecDeque<Outgoing>>,
-    n_pending: usize,
+    pub(crate) pending: Vec<VecDeque<Outgoing>>,
+    pub(crate) n_pending: usize,
     rndv_todo: Vec<RndvTodo>,
     /// Exposures whose FIN arrived; withdrawn after the poll that saw it.
     unexpose_todo: Vec<(u32, RKey)>,
@@ -136,6 +141,8 @@ pub(crate) struct Core {
     pub(crate) failed: Failures,
     pub(crate) next_ctx: u32,
     pub(crate) stats: Stats,
+    /// Messages of upper-layer classes, dispatched to their handlers after the poll.
+    pub(crate) ctrl_inbox: Vec<(u32, Header, Vec<u8>)>,
 }
 
 /// The progress engine of one process.
@@ -148,6 +155,7 @@ pub struct Engine {
     idle: u32,
     last_slow: Instant,
     scratch: Vec<u32>,
+    pub(crate) ext: crate::extend::Extensions,
 }
 
 fn user_status(source: u32, tag: i32, count: usize) -> Status {
@@ -166,7 +174,7 @@ impl Engine {
     /// An engine for world rank `me` of `nprocs`, with no transports yet (only self-sends).
     pub fn new(me: u32, nprocs: u32, cfg: EngineConfig) -> Engine {
         let mut comms = Comms::default();
-        let world = comms.insert(CommState { ctx: 0, rank: me, world_of: (0..nprocs).collect(), acked: 0 });
+        let world = comms.insert(CommState::new(0, me, (0..nprocs).collect()));
         let mut q = Matching::default();
         for ctx in [0, 1] {
             q.ctx(ctx).expect("ctx 0/1 in range").comm = Some(world);
@@ -194,8 +202,10 @@ impl Engine {
                 failed: Failures::new(nprocs),
                 next_ctx: 2,
                 stats: Stats::default(),
+                ctrl_inbox: Vec::new(),
             },
             cfg,
+            ext: Default::default(),
             idle: 0,
             last_slow: Instant::now(),
             scratch: Vec::new(),
@@ -235,6 +245,19 @@ impl Engine {
         }
     }
 
+    /// Name of each transport, by index (the index used in [`Stats::sent_by_transport`]).
+    pub fn transport_names(&self) -> Vec<&'static str> {
+        self.transports.iter().map(|t| t.name()).collect()
+    }
+
+    pub(crate) fn transport_count(&self) -> usize {
+        self.transports.len()
+    }
+
+    pub(crate) fn eager_limit_of(&self, t: usize) -> usize {
+        self.eager[t]
+    }
+
     /// The world communicator.
     pub fn world(&self) -> CommId {
         self.core.world
@@ -268,6 +291,42 @@ impl Engine {
     /// Number of requests not yet completed by test/wait.
     pub fn live_requests(&self) -> usize {
         self.core.reqs.live()
+    }
+
+    /// A human-readable dump of queues and requests, for diagnosing hangs.
+    pub fn debug_state(&mut self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "rank {}: {} live requests, {} queued sends",
+            self.core.me,
+            self.core.reqs.live(),
+            self.core.n_pending
+        );
+        for (ctx, qs) in self.core.q.iter_mut().enumerate() {
+            if qs.posted.is_empty() && qs.unexpected.is_empty() {
+                continue;
+            }
+            let posted: Vec<_> = qs.posted.iter().map(|p| (p.src, p.tag)).collect();
+            let unexp: Vec<_> = qs
+                .unexpected
+                .iter()
+                .map(|u| (u.src, u.tag, u.data.len(), matches!(u.data, Arrived::Rts { .. })))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  ctx {ctx}: posted (src,tag) {posted:?}; unexpected (src,tag,len,rts) {unexp:?}"
+            );
+        }
+        self.core.reqs.for_each_mut(|id, r| {
+            let _ = writeln!(
+                out,
+                "  req {id:?}: send={} peer={} tag={} phase={:?}",
+                r.is_send, r.peer, r.tag, r.phase
+            );
+        });
+        out
     }
 
     /// Messages waiting in per-destination queues for transport space.
@@ -357,7 +416,13 @@ impl Engine {
         }
         check_tag(tag, false)?;
         let comm = self.core.comms.get(c)?;
+        if comm.revoked {
+            return Err(Error::Revoked);
+        }
         let w = comm.world_dest(dst)?;
+        if self.core.failed.any() && comm.scope != ErrScope::Local {
+            self.core.scope_check(comm)?;
+        }
         if self.core.failed.is_failed(w) {
             return Err(Error::ProcFailed { ranks: vec![dst] });
         }
@@ -449,7 +514,7 @@ impl Engine {
     }
 
     /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
-    fn send_or_queue(&mut self, t: usize, w: u32, out: Outgoing) {
+    pub(crate) fn send_or_queue(&mut self, t: usize, w: u32, out: Outgoing) {
         if self.core.pending[w as usize].is_empty() {
             match self.transports[t].try_send(w, &out.hdr, out.body.bytes()) {
                 Ok(true) => {
@@ -503,6 +568,12 @@ impl Engine {
         }
         check_tag(tag, true)?;
         let comm = self.core.comms.get(c)?;
+        if comm.revoked {
+            return Err(Error::Revoked);
+        }
+        if self.core.failed.any() && comm.scope != ErrScope::Local {
+            self.core.scope_check(comm)?;
+        }
         let size = comm.size();
         let src_world = if src == ANY_SOURCE {
             u32::MAX
@@ -631,6 +702,12 @@ impl Engine {
         if !self.core.gets.is_empty() {
             n += self.poll_gets();
         }
+        if !self.core.ctrl_inbox.is_empty() {
+            n += self.dispatch_ctrl();
+        }
+        if self.ext.has_activities() {
+            n += self.run_activities();
+        }
         if n == 0 {
             self.idle = self.idle.wrapping_add(1);
             if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
@@ -723,6 +800,7 @@ impl Engine {
                 let (status, cap) = (*status, buf.len());
                 match res {
                     Ok(()) => {
+                        self.core.stats.rndv_gets += 1;
                         self.core.finish(g.req, Core::recv_result(status, cap));
                         self.send_fin(t, g.peer_world, g.ctx, g.sreq);
                     }
@@ -764,6 +842,22 @@ impl Engine {
         }
         self.core.failed.insert(w);
         self.complete_towards(w);
+        // Communicators with group or universe error scope: every pending operation on them
+        // reports the failure, not only those that involve `w`.
+        let hit: Vec<(CommId, Vec<u32>)> = self
+            .core
+            .comms
+            .iter()
+            .filter(|(_, c)| match c.scope {
+                ErrScope::Local => false,
+                ErrScope::Group => c.rank_of_world(w).is_some(),
+                ErrScope::Universe => true,
+            })
+            .map(|(id, c)| (id, c.rank_of_world(w).into_iter().collect()))
+            .collect();
+        for (id, ranks) in hit {
+            self.fail_comm_requests(id, &Error::ProcFailed { ranks });
+        }
     }
 
     /// Complete with `ProcFailed` every pending operation that needs world rank `w`.
@@ -774,7 +868,9 @@ impl Engine {
         let mut to_unexpose = Vec::new();
         let comms = &core.comms;
         core.reqs.for_each_mut(|_, r| {
-            if r.peer_world != w || matches!(r.phase, Phase::Done(_)) {
+            // An asynchronous read in flight may still write the user buffer: it completes
+            // through the transport (with an error) rather than here.
+            if r.peer_world != w || matches!(r.phase, Phase::Done(_) | Phase::RecvGetting { .. }) {
                 return;
             }
             if let Phase::SendAwaitFin { key } = r.phase {
@@ -783,7 +879,6 @@ impl Engine {
             let rank = comms.get(r.comm).ok().and_then(|c| c.rank_of_world(w)).unwrap_or(w);
             r.phase = Phase::Done(Err(Error::ProcFailed { ranks: vec![rank] }));
         });
-        core.gets.retain(|g| g.peer_world != w);
         let reqs = &core.reqs;
         for qs in core.q.iter_mut() {
             qs.posted.retain(|p| matches!(reqs.get(p.req), Some(Req { phase: Phase::RecvPosted, .. })));
@@ -799,26 +894,32 @@ impl Engine {
     /// Leave the job cleanly: flush queued sends and tell every peer reachable through a
     /// transport that this process finalized, so that its exit is not taken for a failure.
     pub fn finalize(&mut self) {
-        let mut spins = 0u32;
-        while self.core.n_pending > 0 && spins < 10_000_000 {
-            self.progress();
-            spins += 1;
-        }
+        // Bounded: a peer that already exited may never accept another message.
+        let deadline = Instant::now() + FINALIZE_FLUSH;
+        self.flush_until(deadline);
         for w in 0..self.core.route.len() as u32 {
             let t = self.core.route[w as usize] as usize;
-            if t < self.transports.len() && !self.core.failed.is_failed(w) {
+            if t < self.transports.len() && !self.core.failed.is_failed(w) && !self.core.failed.departed(w) {
                 let hdr = Header { class: class::BYE, ..Header::default() };
-                self.send_or_queue(
-                    t,
-                    w,
-                    Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None },
-                );
+                let out = Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None };
+                self.send_or_queue(t, w, out);
             }
         }
+        self.flush_until(deadline);
+    }
+
+    /// Progress until no message waits for transport space, or until `deadline`.
+    fn flush_until(&mut self, deadline: Instant) {
         let mut spins = 0u32;
-        while self.core.n_pending > 0 && spins < 10_000_000 {
+        while self.core.n_pending > 0 {
             self.progress();
-            spins += 1;
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                std::thread::yield_now();
+            }
         }
     }
 
@@ -1003,6 +1104,23 @@ impl Engine {
 }
 
 impl Core {
+    /// Group/universe error scope: an operation on `comm` fails while a failure in its scope
+    /// is unacknowledged.
+    fn scope_check(&self, comm: &CommState) -> Result<()> {
+        let new = &self.failed.list[comm.acked.min(self.failed.list.len())..];
+        let ranks: Vec<u32> = new.iter().filter_map(|&w| comm.rank_of_world(w)).collect();
+        let raise = match comm.scope {
+            ErrScope::Local => false,
+            ErrScope::Group => !ranks.is_empty(),
+            ErrScope::Universe => !new.is_empty(),
+        };
+        if raise {
+            Err(Error::ProcFailed { ranks })
+        } else {
+            Ok(())
+        }
+    }
+
     fn recv_result(status: Status, capacity: usize) -> Result<Status> {
         if status.count > capacity {
             Err(Error::Truncated { incoming: status.count, capacity, sender: status.source, tag: status.tag })
@@ -1057,6 +1175,7 @@ impl Core {
             }
             class::FIN => self.on_fin(peer, h),
             class::BYE => self.failed.depart(peer),
+            c if c >= class::FIRST_FREE => self.ctrl_inbox.push((peer, *h, payload.to_vec())),
             _ => self.malformed(peer, "unknown message class"),
         }
     }

@@ -12,7 +12,8 @@
 //!
 //! Module map: `transport` (trait, header), `engine` (send/recv paths, progress, failures),
 //! `matching` (posted/unexpected queues), `request` (request table), `comm` (communicator
-//! table), `create` (dup/split/free, barrier), `failure` (failed-process table), `buffer`
+//! table), `create` (dup/split/free, barrier), `extend` (activities, message classes and
+//! communicator state for the collectives and fault-tolerance layers), `failure` (failed-process table), `buffer`
 //! (the only place user buffers are dereferenced), `error`.
 
 mod buffer;
@@ -20,15 +21,17 @@ mod comm;
 mod create;
 mod engine;
 mod error;
+mod extend;
 mod failure;
 mod matching;
 mod request;
 pub mod transport;
 
-pub use comm::CommId;
+pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
+pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
 pub use request::ReqId;
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};
 

@@ -36,6 +36,9 @@ pub(crate) enum Phase {
     RecvPosted,
     /// Rendezvous receive matched; the transport read is in flight (asynchronous transports).
     RecvGetting { status: Status },
+    /// An operation of an upper layer (a non-blocking collective, an agreement): completed by
+    /// [`crate::Engine::complete_request`].
+    Generic,
     /// Finished; the result waits for test/wait.
     Done(Result<Status, Error>),
 }

@@ -14,6 +14,18 @@
 //! - `shm`: create `/dev/shm/<jobid>-probe-<rank>` (the launcher must remove it) and print it.
 //! - `pollcost`: time 10 000 idle `poll_terminated` calls.
 //! - `info`: print what the runtime says about this process.
+//! - `nodes`: print `NODES rank=R node=N peers=[…] map=[node_of(0), …] dom=WEFT_FI_DOMAIN
+//!   netns=INODE links=IF,IF… job=J`.
+//! - `nodewait NODE`: fence, print `READY`; ranks of NODE then sleep (a `--kill-node` kills
+//!   them); the others wait until every rank of NODE is reported terminated and print
+//!   `NODE_DOWN rank=R node=NODE ranks=[…]`, then check that exactly one fence failed, naming
+//!   exactly the ranks of NODE.
+//! - `killnode NODE KILLER [ctl]`: like `nodewait`, but rank KILLER kills NODE itself with
+//!   `LauncherRuntime::kill_node` (or `LauncherControl` with `ctl`) and checks that every
+//!   victim is reported by `poll_terminated` as soon as the call returns (`KILLED …` line).
+//! - `net`: (for `--netns`, 2 nodes) the first rank of node 1 listens on TCP on its veth
+//!   address; rank 0 connects across the bridge (`CONNECT ok`), then retries until a
+//!   `--partition 1@…` makes it fail (`PARTITIONED`).
 //!
 //! Any unexpected result prints `FAIL …` and exits 3.
 
@@ -133,11 +145,69 @@ fn after_failure(rt: &mut dyn Runtime, victim: u32) {
     }
 }
 
+fn netns_inode() -> String {
+    std::fs::read_link("/proc/self/ns/net").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Interfaces of this process's network namespace (`/proc/self/net/dev` is per namespace).
+fn links() -> String {
+    let dev = std::fs::read_to_string("/proc/self/net/dev").unwrap_or_default();
+    let mut v: Vec<&str> = dev.lines().skip(2).filter_map(|l| l.split(':').next()).map(str::trim).collect();
+    v.sort();
+    v.join(",")
+}
+
+fn node_ranks(rt: &dyn Runtime, node: u32) -> Vec<u32> {
+    (0..rt.size()).filter(|&p| rt.node_of(p).ok() == Some(node)).collect()
+}
+
+/// Fence; `Ok(None)` on success, `Ok(Some(ranks))` when it failed naming `ranks`.
+fn fence_verdict(rt: &mut dyn Runtime) -> Option<Vec<u32>> {
+    match rt.fence() {
+        Ok(()) => None,
+        Err(RuntimeError::FenceFailed(ranks)) => Some(ranks),
+        Err(e) => fail(format!("rank {}: fence: {e}", rt.rank())),
+    }
+}
+
+/// Survivor side of a node failure: wait for TERMINATED of every rank of `node`, then check
+/// that exactly one fence (`first` or the next one) failed naming exactly those ranks.
+fn node_down(rt: &mut dyn Runtime, node: u32, first: Option<Vec<u32>>) {
+    let r = rt.rank();
+    let victims = node_ranks(rt, node);
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.len() < victims.len() {
+        rt.poll_terminated(&mut seen);
+        if Instant::now() > deadline {
+            fail(format!("rank {r}: only {seen:?} of node {node} reported within 20 s"));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    seen.sort_unstable();
+    if seen != victims {
+        fail(format!("rank {r}: expected {victims:?} terminated, got {seen:?}"));
+    }
+    println!("NODE_DOWN rank={r} node={node} ranks={seen:?}");
+    let second = fence_verdict(rt);
+    match (first, second) {
+        (Some(f), None) | (None, Some(f)) if f == victims => {}
+        (a, b) => fail(format!("rank {r}: fence verdicts {a:?} then {b:?}, expected one naming {victims:?}")),
+    }
+    if let Some(f) = fence_verdict(rt) {
+        fail(format!("rank {r}: third fence failed with {f:?}"));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_else(|| "modex".into());
     if mode == "garbage" {
         garbage(&args);
+        return;
+    }
+    if mode == "killnode" {
+        killnode(&args);
         return;
     }
     let mut rt = weft_pmix::from_env().unwrap_or_else(|e| fail(format!("runtime init: {e}")));
@@ -156,6 +226,35 @@ fn main() {
             );
         }
         "modex" => modex(rt.as_mut()),
+        "nodes" => {
+            let map: Vec<u32> = (0..rt.size())
+                .map(|p| rt.node_of(p).unwrap_or_else(|e| fail(format!("node_of({p}): {e}"))))
+                .collect();
+            if map[r as usize] != rt.node_id() {
+                fail(format!("rank {r}: node_of(self)={} but node_id={}", map[r as usize], rt.node_id()));
+            }
+            println!(
+                "NODES rank={r} node={} peers={:?} map={:?} dom={} netns={} links={} job={}",
+                rt.node_id(),
+                rt.local_peers(),
+                map,
+                std::env::var("WEFT_FI_DOMAIN").unwrap_or_else(|_| "-".into()),
+                netns_inode(),
+                links(),
+                rt.job_id()
+            );
+        }
+        "nodewait" => {
+            let node = num(&args, 2);
+            let first = fence_verdict(rt.as_mut());
+            println!("READY rank={r}");
+            let _ = std::io::stdout().flush();
+            if rt.node_id() == node {
+                sleep_forever();
+            }
+            node_down(rt.as_mut(), node, first);
+        }
+        "net" => net(rt.as_mut()),
         "kill" => {
             let victim = num(&args, 2);
             let stamp = arg(&args, 3);
@@ -225,6 +324,130 @@ fn main() {
     }
     rt.finalize().unwrap_or_else(|e| fail(format!("finalize: {e}")));
     println!("OK rank={r} size={}", rt.size());
+}
+
+fn killnode(args: &[String]) {
+    let node = num(args, 2);
+    let killer = num(args, 3);
+    let ctl = args.get(4).map(|s| s == "ctl").unwrap_or(false);
+    let mut lr =
+        weft_pmix::launcher::LauncherRuntime::connect().unwrap_or_else(|e| fail(format!("connect: {e}")));
+    let r = lr.rank();
+    let first = fence_verdict(&mut lr);
+    if r == killer {
+        let killed = if ctl {
+            weft_pmix::launcher::LauncherControl::connect()
+                .and_then(|mut c| c.kill_node(node))
+                .unwrap_or_else(|e| fail(format!("LauncherControl::kill_node: {e}")))
+        } else {
+            lr.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node: {e}")))
+        };
+        // Every TERMINATED was sent before KILL_DONE; with our own connection they are already
+        // buffered. (Through a control connection they may still be in flight.)
+        let mut now = Vec::new();
+        lr.poll_terminated(&mut now);
+        now.sort_unstable();
+        if !ctl && now != killed {
+            fail(format!("rank {r}: kill_node returned {killed:?} but poll_terminated gives {now:?}"));
+        }
+        println!("KILLED rank={r} node={node} ranks={killed:?} immediate={}", now.len());
+        let victims = node_ranks(&lr, node);
+        if killed != victims {
+            fail(format!("rank {r}: killed {killed:?}, node {node} has {victims:?}"));
+        }
+        match lr.kill_node(lr.num_nodes()) {
+            Err(RuntimeError::Launcher(_)) => {}
+            other => fail(format!("kill_node(out of range): {other:?}")),
+        }
+        // The second request names nobody: they are all dead already.
+        let again = lr.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node again: {e}")));
+        if !again.is_empty() {
+            fail(format!("second kill_node killed {again:?}"));
+        }
+        let _ = std::io::stdout().flush();
+        // Continue as a survivor, with the terminations already consumed.
+        let mut rest = Vec::new();
+        lr.poll_terminated(&mut rest);
+        now.extend(rest);
+        node_down_after(&mut lr, node, first, now);
+    } else {
+        if lr.node_id() == node {
+            sleep_forever();
+        }
+        node_down(&mut lr, node, first);
+    }
+    lr.finalize().unwrap_or_else(|e| fail(format!("finalize: {e}")));
+    println!("OK rank={r} size={}", lr.size());
+}
+
+/// `node_down` for a rank that already consumed some terminations (`seen`).
+fn node_down_after(rt: &mut dyn Runtime, node: u32, first: Option<Vec<u32>>, mut seen: Vec<u32>) {
+    let victims = node_ranks(rt, node);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.len() < victims.len() && Instant::now() < deadline {
+        rt.poll_terminated(&mut seen);
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    seen.sort_unstable();
+    if seen != victims {
+        fail(format!("rank {}: expected {victims:?} terminated, got {seen:?}", rt.rank()));
+    }
+    println!("NODE_DOWN rank={} node={node} ranks={seen:?}", rt.rank());
+    let second = fence_verdict(rt);
+    match (first, second) {
+        (Some(f), None) | (None, Some(f)) if f == victims => {}
+        (a, b) => fail(format!("fence verdicts {a:?} then {b:?}, expected one naming {victims:?}")),
+    }
+}
+
+/// TCP across the `--netns` bridge, then across a `--partition`.
+fn net(rt: &mut dyn Runtime) {
+    use std::net::{SocketAddr, TcpListener, TcpStream};
+    let r = rt.rank();
+    let server = node_ranks(rt, 1).first().copied().unwrap_or_else(|| fail("no node 1".into()));
+    if r == server {
+        let addr = local_veth_addr().unwrap_or_else(|| fail("no veth address".into()));
+        let l = TcpListener::bind((addr.as_str(), 0)).unwrap_or_else(|e| fail(format!("bind: {e}")));
+        let a = l.local_addr().unwrap_or_else(|e| fail(format!("local_addr: {e}")));
+        std::thread::spawn(move || {
+            for c in l.incoming() {
+                drop(c);
+            }
+        });
+        rt.put("addr", a.to_string().as_bytes()).unwrap_or_else(|e| fail(format!("put: {e}")));
+    }
+    rt.fence().unwrap_or_else(|e| fail(format!("fence: {e}")));
+    if r == 0 {
+        let a = rt.get(server, "addr").unwrap_or_else(|e| fail(format!("get: {e}")));
+        let a: SocketAddr =
+            String::from_utf8_lossy(&a).parse().unwrap_or_else(|_| fail("bad address".into()));
+        match TcpStream::connect_timeout(&a, Duration::from_secs(2)) {
+            Ok(_) => println!("CONNECT ok rank={r} to={a}"),
+            Err(e) => fail(format!("connect {a} before the partition: {e}")),
+        }
+        let t0 = Instant::now();
+        loop {
+            if TcpStream::connect_timeout(&a, Duration::from_millis(500)).is_err() {
+                println!("PARTITIONED rank={r} after_ms={}", t0.elapsed().as_millis());
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(15) {
+                fail("still connected 15 s after the first connect".into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    rt.fence().unwrap_or_else(|e| fail(format!("second fence: {e}")));
+}
+
+/// IPv4 address of this namespace's `wn*` interface, from `ip -o -4 addr`.
+fn local_veth_addr() -> Option<String> {
+    let out = std::process::Command::new("ip").args(["-o", "-4", "addr", "show"]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 3 && f[1].starts_with("wn")).then(|| f[3].split('/').next().unwrap_or("").to_string())
+    })
 }
 
 fn garbage(args: &[String]) {

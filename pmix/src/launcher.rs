@@ -9,8 +9,18 @@
 //! | `WEFT_RANK`        | this process's rank, `0..WEFT_SIZE`                            |
 //! | `WEFT_SIZE`        | number of ranks                                                |
 //! | `WEFT_JOBID`       | job identifier unique on this host (`weft-<pid>-<random>`)     |
-//! | `WEFT_NODE`        | node id of this process (always 0 for now)                    |
+//! | `WEFT_NODE`        | (virtual) node id of this process, dense from 0                |
 //! | `WEFT_LOCAL_RANKS` | comma-separated ranks on this node, increasing, self included  |
+//!
+//! With `weft-run --nodes K` / `--map` the ranks are spread over K virtual nodes in contiguous
+//! blocks; the node of *every* rank arrives in the launcher's WELCOME frame (protocol version
+//! 2), so [`Runtime::node_of`] never does a round trip, and `connect` checks it against
+//! `WEFT_NODE` / `WEFT_LOCAL_RANKS`.
+//!
+//! Fault injection for tests: [`LauncherRuntime::kill_node`] / [`LauncherRuntime::kill_rank`]
+//! ask the launcher to SIGKILL a whole virtual node or one rank and return once it is done and
+//! every survivor has been sent TERMINATED for each victim. [`LauncherControl`] does the same
+//! over a separate connection, for code that does not own the rank's runtime object.
 //!
 //! The rank connects to the socket and talks the small framed protocol of [`protocol`]. The
 //! socket is kept in non-blocking mode: [`Runtime::poll_terminated`] costs exactly one failed
@@ -149,6 +159,10 @@ pub struct LauncherRuntime {
     /// Set when the launcher closed the connection or sent garbage.
     broken: Option<String>,
     finalized: bool,
+    /// `nodes[r]`: node of rank `r`, from WELCOME.
+    nodes: Vec<u32>,
+    /// Answer to the last KILL_RANK / KILL_NODE.
+    kill_done: Option<Vec<u32>>,
 }
 
 impl LauncherRuntime {
@@ -178,6 +192,8 @@ impl LauncherRuntime {
             reported: vec![false; size],
             broken: None,
             finalized: false,
+            nodes: Vec::new(),
+            kill_done: None,
         };
         rt.send(&ToLauncher::Hello { version: VERSION, rank: rt.env.rank, pid: std::process::id() })?;
         // The first frame must be WELCOME.
@@ -185,7 +201,7 @@ impl LauncherRuntime {
         loop {
             if let Some(body) = rt.rx.next_frame().map_err(|e| RuntimeError::Launcher(e.to_string()))? {
                 match ToRank::decode(body).map_err(|e| RuntimeError::Launcher(e.to_string()))? {
-                    ToRank::Welcome { version, size } => {
+                    ToRank::Welcome { version, size, nodes } => {
                         if version != VERSION {
                             return Err(RuntimeError::Launcher(format!(
                                 "launcher speaks protocol version {version}, this rank {VERSION}"
@@ -197,6 +213,8 @@ impl LauncherRuntime {
                                 rt.env.size
                             )));
                         }
+                        check_node_map(&rt.env, &nodes)?;
+                        rt.nodes = nodes;
                         return Ok(rt);
                     }
                     other => {
@@ -225,6 +243,54 @@ impl LauncherRuntime {
     /// The job description this runtime was started with.
     pub fn launch_env(&self) -> &LaunchEnv {
         &self.env
+    }
+
+    /// Node of every rank, indexed by rank.
+    pub fn node_map(&self) -> &[u32] {
+        &self.nodes
+    }
+
+    /// Number of (virtual) nodes of the job.
+    pub fn num_nodes(&self) -> u32 {
+        self.nodes.iter().max().map_or(1, |m| m + 1)
+    }
+
+    /// Fault injection: ask the launcher to SIGKILL every rank of `node` at once. Returns when
+    /// they are dead and every other live rank has been sent TERMINATED for each of them, with
+    /// the ranks that were killed (ranks already dead are not listed). If this rank is on
+    /// `node` it dies too and the call does not return. The TERMINATED events this rank
+    /// receives meanwhile are kept for [`Runtime::poll_terminated`].
+    pub fn kill_node(&mut self, node: u32) -> Result<Vec<u32>, RuntimeError> {
+        let nn = self.num_nodes();
+        if node >= nn {
+            return Err(RuntimeError::Launcher(format!("kill_node({node}): the job has {nn} nodes")));
+        }
+        self.request_kill(&ToLauncher::KillNode { node })
+    }
+
+    /// Fault injection: ask the launcher to SIGKILL rank `rank` (see [`Self::kill_node`]).
+    pub fn kill_rank(&mut self, rank: u32) -> Result<Vec<u32>, RuntimeError> {
+        if rank >= self.env.size {
+            return Err(RuntimeError::BadRank { rank, size: self.env.size });
+        }
+        self.request_kill(&ToLauncher::KillRank { rank })
+    }
+
+    fn request_kill(&mut self, msg: &ToLauncher) -> Result<Vec<u32>, RuntimeError> {
+        self.check_usable()?;
+        self.kill_done = None;
+        self.send(msg)?;
+        loop {
+            self.drain_frames()?;
+            if let Some(ranks) = self.kill_done.take() {
+                return Ok(ranks);
+            }
+            if self.fill()? == Fill::Empty {
+                self.wait_readable(None)?;
+            } else if let Some(why) = &self.broken {
+                return Err(RuntimeError::Launcher(why.clone()));
+            }
+        }
     }
 
     /// Why the launcher connection is unusable, if it is (launcher gone or sent garbage).
@@ -333,6 +399,7 @@ impl LauncherRuntime {
                     }
                     self.fence_result = Some((epoch, FenceResult::Failed(ranks)));
                 }
+                ToRank::KillDone { ranks } => self.kill_done = Some(ranks),
                 ToRank::Welcome { .. } => {
                     let why = "unexpected second WELCOME from the launcher".to_string();
                     self.broken = Some(why.clone());
@@ -347,6 +414,102 @@ impl LauncherRuntime {
             if !*seen && rank != self.env.rank {
                 *seen = true;
                 self.terminated.push(rank);
+            }
+        }
+    }
+}
+
+/// The node map of WELCOME must agree with this rank's environment.
+fn check_node_map(env: &LaunchEnv, nodes: &[u32]) -> Result<(), RuntimeError> {
+    if nodes.len() != env.size as usize {
+        return Err(RuntimeError::Launcher(format!(
+            "launcher sent a node map of {} ranks for a job of {}",
+            nodes.len(),
+            env.size
+        )));
+    }
+    if nodes[env.rank as usize] != env.node {
+        return Err(RuntimeError::Launcher(format!(
+            "launcher places rank {} on node {}, {ENV_NODE} says {}",
+            env.rank, nodes[env.rank as usize], env.node
+        )));
+    }
+    let mine: Vec<u32> = (0..env.size).filter(|&r| nodes[r as usize] == env.node).collect();
+    if mine != env.local_ranks {
+        return Err(RuntimeError::Launcher(format!(
+            "launcher's ranks on node {} are {mine:?}, {ENV_LOCAL_RANKS} says {:?}",
+            env.node, env.local_ranks
+        )));
+    }
+    Ok(())
+}
+
+/// A control connection to `weft-run` (not a rank): fault injection from code that does not
+/// own the rank's [`LauncherRuntime`], e.g. a test program whose runtime lives inside the
+/// engine. Blocking; each call returns once the launcher has carried the kill out.
+pub struct LauncherControl {
+    sock: UnixStream,
+    rx: FrameReader,
+}
+
+impl LauncherControl {
+    /// Connect to the launcher named by `WEFT_RUN_SOCK`.
+    pub fn connect() -> Result<LauncherControl, RuntimeError> {
+        let path =
+            std::env::var_os(ENV_SOCK).ok_or_else(|| RuntimeError::Env(format!("{ENV_SOCK} is not set")))?;
+        let sock = UnixStream::connect(&path).map_err(|e| {
+            RuntimeError::Io(io::Error::new(
+                e.kind(),
+                format!("connecting to {}: {e}", path.to_string_lossy()),
+            ))
+        })?;
+        let mut c = LauncherControl { sock, rx: FrameReader::new() };
+        c.write(&ToLauncher::Control { version: VERSION })?;
+        Ok(c)
+    }
+
+    /// SIGKILL every rank of `node`; returns the ranks killed.
+    pub fn kill_node(&mut self, node: u32) -> Result<Vec<u32>, RuntimeError> {
+        self.request(&ToLauncher::KillNode { node })
+    }
+
+    /// SIGKILL rank `rank`; returns the ranks killed (empty if it was already dead).
+    pub fn kill_rank(&mut self, rank: u32) -> Result<Vec<u32>, RuntimeError> {
+        self.request(&ToLauncher::KillRank { rank })
+    }
+
+    fn write(&mut self, msg: &ToLauncher) -> Result<(), RuntimeError> {
+        let frame = msg.encode();
+        let mut off = 0;
+        while off < frame.len() {
+            match send(self.sock.as_raw_fd(), &frame[off..], MsgFlags::MSG_NOSIGNAL) {
+                Ok(n) => off += n,
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(io::Error::from(e).into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, msg: &ToLauncher) -> Result<Vec<u32>, RuntimeError> {
+        self.write(msg)?;
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(body) = self.rx.next_frame().map_err(|e| RuntimeError::Launcher(e.to_string()))? {
+                return match ToRank::decode(body).map_err(|e| RuntimeError::Launcher(e.to_string()))? {
+                    ToRank::KillDone { ranks } => Ok(ranks),
+                    other => Err(RuntimeError::Launcher(format!("expected KILL_DONE, got {other:?}"))),
+                };
+            }
+            match recv(self.sock.as_raw_fd(), &mut buf, MsgFlags::empty()) {
+                Ok(0) => {
+                    return Err(RuntimeError::Launcher(
+                        "the launcher closed the control connection (bad rank or node number?)".into(),
+                    ))
+                }
+                Ok(n) => self.rx.push(&buf[..n]),
+                Err(Errno::EINTR) => {}
+                Err(e) => return Err(io::Error::from(e).into()),
             }
         }
     }
@@ -393,8 +556,8 @@ impl Runtime for LauncherRuntime {
     }
 
     fn node_of(&self, rank: u32) -> Result<u32, RuntimeError> {
-        if rank < self.env.size {
-            Ok(0)
+        if let Some(&n) = self.nodes.get(rank as usize) {
+            Ok(n)
         } else {
             Err(RuntimeError::BadRank { rank, size: self.env.size })
         }
@@ -550,6 +713,23 @@ mod tests {
                 other => panic!("{key}={val:?}: expected Env error, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn node_map_must_match_environment() {
+        let e = LaunchEnv::from_lookup(lookup(&[
+            (ENV_SOCK, "/tmp/x/sock"),
+            (ENV_RANK, "3"),
+            (ENV_SIZE, "5"),
+            (ENV_JOBID, "weft-1-ab"),
+            (ENV_NODE, "1"),
+            (ENV_LOCAL_RANKS, "3,4"),
+        ]))
+        .unwrap();
+        assert!(check_node_map(&e, &[0, 0, 0, 1, 1]).is_ok());
+        assert!(check_node_map(&e, &[0, 0, 0, 1]).is_err());
+        assert!(check_node_map(&e, &[0, 0, 1, 1, 1]).is_err());
+        assert!(check_node_map(&e, &[0, 0, 0, 0, 0]).is_err());
     }
 
     #[test]

@@ -144,8 +144,12 @@ struct Sleeper {
 }
 
 fn start_sleepers(n: u32, timeout: &str) -> Sleeper {
+    start_sleepers_with(n, timeout, &[])
+}
+
+fn start_sleepers_with(n: u32, timeout: &str, extra: &[&str]) -> Sleeper {
     let mut cmd = Command::new(WEFT_RUN);
-    cmd.args(["-n", &n.to_string(), "--timeout", timeout]).arg(probe()).arg("sleep");
+    cmd.args(["-n", &n.to_string(), "--timeout", timeout]).args(extra).arg(probe()).arg("sleep");
     let mut child = spawn_piped(cmd);
     let stdout = child.stdout.take().unwrap();
     let stderr = reader(child.stderr.take().unwrap());
@@ -392,6 +396,18 @@ fn argument_errors_exit_2() {
         &["-n", "2", "--timeout", "abc", "true"],
         &["-n", "2", "--timeout", "-3", "true"],
         &["-n", "2", "--timeout", "0", "true"],
+        &["-n", "4", "--nodes", "0", "true"],
+        &["-n", "4", "--nodes", "5", "true"],
+        &["-n", "4", "--nodes", "x", "true"],
+        &["-n", "4", "--map", "3,2", "true"],
+        &["-n", "4", "--map", "2,0,2", "true"],
+        &["-n", "4", "--map", "2,x", "true"],
+        &["-n", "4", "--map", "", "true"],
+        &["-n", "4", "--nodes", "3", "--map", "2,2", "true"],
+        &["-n", "4", "--nodes", "2", "--kill-node", "2@1", "true"],
+        &["-n", "4", "--nodes", "2", "--kill-node", "1", "true"],
+        &["-n", "4", "--nodes", "2", "--kill-node", "1@-1", "true"],
+        &["-n", "4", "--nodes", "2", "--partition", "1@1", "true"],
     ];
     for args in cases {
         let out = run(args);
@@ -410,4 +426,211 @@ fn argument_errors_exit_2() {
         "{}",
         out.dump()
     );
+}
+
+// ------------------------------------------------------------------------ virtual nodes
+
+/// Parsed `NODES …` line of `rt_probe nodes`.
+struct NodeLine {
+    rank: u32,
+    node: u32,
+    peers: String,
+    map: String,
+    dom: String,
+    netns: String,
+    links: String,
+    job: String,
+}
+
+fn node_lines(out: &Out) -> Vec<NodeLine> {
+    let mut v: Vec<NodeLine> = out
+        .lines("NODES ")
+        .iter()
+        .map(|l| {
+            // peers=[0, 1] and map=[…] contain spaces: take the bracketed text.
+            let bracket = |key: &str| {
+                let s = l.split(&format!("{key}=[")).nth(1).unwrap_or_else(|| panic!("{key} in {l}"));
+                format!("[{}]", &s[..s.find(']').unwrap()])
+            };
+            NodeLine {
+                rank: field(l, "rank").parse().unwrap(),
+                node: field(l, "node").parse().unwrap(),
+                peers: bracket("peers"),
+                map: bracket("map"),
+                dom: field(l, "dom").to_string(),
+                netns: field(l, "netns").to_string(),
+                links: field(l, "links").to_string(),
+                job: field(l, "job").to_string(),
+            }
+        })
+        .collect();
+    v.sort_by_key(|x| x.rank);
+    v
+}
+
+fn check_map(out: &Out, n: u32, map: &[u32], dom: &str) -> Vec<NodeLine> {
+    assert!(out.status.success(), "{}", out.dump());
+    let lines = node_lines(out);
+    assert_eq!(lines.len(), n as usize, "{}", out.dump());
+    let want_map = format!("{map:?}");
+    for l in &lines {
+        assert_eq!(l.map, want_map, "rank {}: {}", l.rank, out.dump());
+        assert_eq!(l.node, map[l.rank as usize], "rank {}", l.rank);
+        let peers: Vec<u32> = (0..n).filter(|&p| map[p as usize] == l.node).collect();
+        assert_eq!(l.peers, format!("{peers:?}"), "rank {}", l.rank);
+        assert_eq!(l.dom, dom, "rank {}", l.rank);
+    }
+    lines
+}
+
+#[test]
+fn node_map_reaches_every_rank() {
+    let p = probe().to_str().unwrap().to_string();
+    let cases: &[(u32, &[&str], &[u32])] = &[
+        (4, &["--nodes", "2"], &[0, 0, 1, 1]),
+        (5, &["--nodes", "2"], &[0, 0, 0, 1, 1]),
+        (4, &["--map", "3,1"], &[0, 0, 0, 1]),
+        (5, &["--map", "2,2,1"], &[0, 0, 1, 1, 2]),
+        (5, &["--nodes", "3", "--map", "2,2,1"], &[0, 0, 1, 1, 2]),
+        (3, &["--nodes", "3"], &[0, 1, 2]),
+    ];
+    for &(n, opts, map) in cases {
+        let ns = n.to_string();
+        let mut args = vec!["-n", &ns, "--timeout", "30"];
+        args.extend_from_slice(opts);
+        args.extend_from_slice(&[&p, "nodes"]);
+        let out = run(&args);
+        check_map(&out, n, map, "lo");
+    }
+    // One node: WEFT_FI_DOMAIN is left alone.
+    let out = run(&["-n", "2", "--timeout", "30", &p, "nodes"]);
+    check_map(&out, 2, &[0, 0], "-");
+    // A user's WEFT_FI_DOMAIN wins over the loopback default.
+    let mut cmd = Command::new(WEFT_RUN);
+    cmd.args(["-n", "2", "--nodes", "2", "--timeout", "30", &p, "nodes"]).env("WEFT_FI_DOMAIN", "mydev");
+    let mut child = spawn_piped(cmd);
+    let so = reader(child.stdout.take().unwrap());
+    let se = reader(child.stderr.take().unwrap());
+    let status = wait_deadline(&mut child, Instant::now() + DEADLINE);
+    let out = Out { status, stdout: so.join().unwrap(), stderr: se.join().unwrap() };
+    check_map(&out, 2, &[0, 1], "mydev");
+}
+
+/// Every survivor reports every rank of `node` (exactly `victims`); the launcher reports them
+/// as failed.
+fn check_node_down(out: &Out, n: u32, node: u32, victims: &[u32], why: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.lines("FAIL").is_empty(), "{}", out.dump());
+    let survivors = n as usize - victims.len();
+    let down = out.lines("NODE_DOWN ");
+    assert_eq!(down.len(), survivors, "{}", out.dump());
+    for l in &down {
+        assert_eq!(field(l, "node"), node.to_string(), "{l}");
+        assert!(l.ends_with(&format!("ranks={victims:?}")), "{l}");
+    }
+    assert_eq!(out.lines("OK ").len(), survivors, "{}", out.dump());
+    for v in victims {
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("weft-run: rank {v} (pid ")))
+            .unwrap_or_else(|| panic!("rank {v} not reported as failed: {}", out.dump()));
+        assert!(line.contains("SIGKILL") && line.contains(why), "{line}");
+    }
+    let failed = out.stderr.lines().filter(|l| l.starts_with("weft-run: rank ")).count();
+    assert_eq!(failed, victims.len(), "{}", out.dump());
+}
+
+#[test]
+fn kill_node_at_a_time_reports_every_rank_of_the_node() {
+    let out = run_probe_with(5, &["--nodes", "2", "--kill-node", "1@0.5"], &["nodewait", "1"]);
+    check_node_down(&out, 5, 1, &[3, 4], "--kill-node");
+    assert!(out.stderr.contains("--kill-node: killing node 1 (ranks [3, 4])"), "{}", out.dump());
+}
+
+#[test]
+fn kill_node_from_a_rank() {
+    let out = run_probe_with(5, &["--map", "2,2,1"], &["killnode", "1", "0"]);
+    check_node_down(&out, 5, 1, &[2, 3], "killed by rank 0 (KILL_NODE)");
+    let k = out.lines("KILLED ");
+    assert_eq!(k.len(), 1, "{}", out.dump());
+    assert!(k[0].contains("ranks=[2, 3] immediate=2"), "{}", k[0]);
+    // Through a control connection, from a rank of another node.
+    let out = run_probe_with(5, &["--map", "2,2,1"], &["killnode", "2", "3", "ctl"]);
+    check_node_down(&out, 5, 2, &[4], "killed by a control connection (KILL_NODE)");
+}
+
+/// `weft-run -n N --timeout 30 OPTS… rt_probe ARGS…`
+fn run_probe_with(n: u32, opts: &[&str], args: &[&str]) -> Out {
+    let n = n.to_string();
+    let p = probe().to_str().unwrap().to_string();
+    let mut all = vec!["-n", &n, "--timeout", "30"];
+    all.extend_from_slice(opts);
+    all.push(&p);
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Namespaces whose name contains `job`.
+fn netns_of(job: &str) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(job))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn netns_per_node_created_and_removed() {
+    if !is_root() {
+        let out = run_probe_with(2, &["--nodes", "2", "--netns"], &["nodes"]);
+        assert_eq!(out.status.code(), Some(2), "{}", out.dump());
+        assert!(out.stderr.contains("--netns needs root"), "{}", out.dump());
+        return;
+    }
+    let out = run_probe_with(3, &["--nodes", "2", "--netns"], &["nodes"]);
+    assert!(out.status.success(), "{}", out.dump());
+    let lines = node_lines(&out);
+    assert_eq!(lines.len(), 3, "{}", out.dump());
+    let host_ns = std::fs::read_link("/proc/self/ns/net").unwrap().to_string_lossy().into_owned();
+    for l in &lines {
+        assert_eq!(l.dom, format!("wn{}", l.node), "{}", out.dump());
+        assert_eq!(l.links, format!("lo,wn{}", l.node), "{}", out.dump());
+        assert_ne!(l.netns, host_ns, "rank {} runs in the host namespace", l.rank);
+    }
+    assert_eq!(lines[0].netns, lines[1].netns, "ranks of node 0 share a namespace");
+    assert_ne!(lines[0].netns, lines[2].netns, "nodes 0 and 1 share a namespace");
+    assert!(netns_of(&lines[0].job).is_empty(), "left behind: {:?}", netns_of(&lines[0].job));
+
+    // TCP crosses the bridge, and stops after --partition.
+    let out = run_probe_with(2, &["--nodes", "2", "--netns", "--partition", "1@3"], &["net"]);
+    assert!(out.status.success(), "{}", out.dump());
+    assert_eq!(out.lines("CONNECT ok").len(), 1, "{}", out.dump());
+    assert_eq!(out.lines("PARTITIONED ").len(), 1, "{}", out.dump());
+    assert!(out.stderr.contains("--partition: node 1"), "{}", out.dump());
+
+    // Timeout and SIGINT paths remove the namespaces too.
+    for sig in [None, Some(Signal::SIGINT)] {
+        let timeout = if sig.is_some() { "60" } else { "3" };
+        let mut s = start_sleepers_with(2, timeout, &["--nodes", "2", "--netns"]);
+        let job =
+            s.sock_dir.file_name().unwrap().to_string_lossy().trim_start_matches("weft-run.").to_string();
+        assert_eq!(netns_of(&job).len(), 3, "namespaces of {job}: {:?}", netns_of(&job));
+        if let Some(sig) = sig {
+            kill(Pid::from_raw(s.child.id() as i32), sig).unwrap();
+        }
+        let st = wait_deadline(&mut s.child, Instant::now() + DEADLINE);
+        let err = s.stderr.join().unwrap();
+        assert!(!st.success(), "{err}");
+        assert!(netns_of(&job).is_empty(), "{sig:?}: left behind: {:?}", netns_of(&job));
+        wait_gone(&s.pids, Duration::from_millis(1));
+    }
 }

@@ -1,23 +1,57 @@
 //! `weft-info`: what this weft build is and how it is configured — the build, the transports
-//! compiled in, the runtime backend this environment would select, the machine's cores, and
-//! every `WEFT_*` key with its current value and default (like `ompi_info` / `ucx_info`).
+//! and libfabric providers, the machine's topology (hwloc), the runtime backend this
+//! environment would select, and every `WEFT_*` key with its current value and default (like
+//! `ompi_info` / `ucx_info`).
+//!
+//! Exit status: 0; 2 when a `WEFT_*` setting is bad or unknown (the message names the key).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    println!(
-        "weft {} ({} build)",
-        env!("CARGO_PKG_VERSION"),
-        if cfg!(debug_assertions) { "debug" } else { "release" }
-    );
+    println!("weft {}", env!("CARGO_PKG_VERSION"));
+    println!();
+    println!("Build");
+    println!("  version: {}", env!("CARGO_PKG_VERSION"));
+    println!("  profile: {}", if cfg!(debug_assertions) { "debug" } else { "release" });
+    println!("  target:  {}-{}", std::env::consts::ARCH, std::env::consts::OS);
     println!();
     println!("Transports");
     println!("  self    in-process delivery");
     println!(
         "  shm     memfd rings (SPSC per peer pair) + CMA single-copy rendezvous + pidfd death detection"
     );
-    println!("  ofi     not in this build (libfabric transport not implemented yet)");
+    println!("  ofi     libfabric FI_EP_RDM, between nodes (providers below)");
     println!();
+    println!("libfabric");
+    fabric_section();
+    println!();
+
+    let cfg = weft::Config::from_env();
+    let (cfg, cfg_err) = match cfg {
+        Ok(c) => (c, None),
+        Err(e) => (weft::Config::default(), Some(e)),
+    };
+
+    println!("Topology (hwloc)");
+    match weft::Topology::load() {
+        Ok(t) => {
+            print!("{}", t.summary());
+            let local: u32 = std::env::var("WEFT_LOCAL_RANKS")
+                .ok()
+                .zip(std::env::var("WEFT_RANK").ok())
+                .and_then(|(list, me)| list.split(',').position(|r| r.trim() == me.trim()))
+                .map_or(0, |i| i as u32);
+            let policy = cfg.value_of("WEFT_BIND").unwrap_or_default();
+            match t.binding_target(cfg.bind, local) {
+                Ok(Some(d)) => println!("  WEFT_BIND={policy}: local rank {local} would be bound to {d}"),
+                Ok(None) => println!("  WEFT_BIND={policy}: no binding"),
+                Err(e) => println!("  WEFT_BIND={policy}: {e}"),
+            }
+        }
+        Err(e) => println!("  unavailable: {e}"),
+    }
+    println!();
+
     let backend = if std::env::var_os("WEFT_RUN_SOCK").is_some() {
         "weft-run"
     } else if std::env::var_os("PMIX_NAMESPACE").is_some() || std::env::var_os("PMIX_RANK").is_some() {
@@ -28,26 +62,79 @@ fn main() -> ExitCode {
     println!("Runtime");
     println!("  backend selected here: {backend}");
     println!("  backends built: weft-run (embedded launcher), pmix (OpenPMIx client), singleton");
-    println!();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    println!("Topology");
-    println!("  cores available: {cores}");
-    println!();
-    println!("Configuration (environment)");
-    let cfg = weft::Config::from_env();
-    let mut status = ExitCode::SUCCESS;
-    let cfg = match cfg {
-        Ok(c) => c,
-        Err(e) => {
-            println!("  ERROR: {e}");
-            status = ExitCode::from(2);
-            weft::Config::default()
+    if backend == "weft-run" {
+        for v in ["WEFT_RANK", "WEFT_SIZE", "WEFT_NODE", "WEFT_LOCAL_RANKS", "WEFT_JOBID"] {
+            println!("  {v}={}", std::env::var(v).unwrap_or_default());
         }
-    };
+    }
+    println!();
+
+    println!("Configuration (environment)");
+    let mut status = ExitCode::SUCCESS;
+    if let Some(e) = &cfg_err {
+        println!("  ERROR: {e}");
+        eprintln!("weft-info: {e}");
+        status = ExitCode::from(2);
+    }
     println!("  {:<22} {:<10} {:<10} meaning", "key", "value", "default");
     for k in weft::KEYS {
         let v = cfg.value_of(k.name).unwrap_or_default();
         println!("  {:<22} {:<10} {:<10} {}", k.name, v, k.default, k.help);
     }
     status
+}
+
+/// The libfabric section: library version and the providers weft can use (FI_EP_RDM with
+/// FI_TAGGED), one line per provider and capability set with the domains offering it.
+fn fabric_section() {
+    let (maj, min) = weft_fabric::version();
+    println!("  version: {maj}.{min}");
+    let list = match weft_fabric::providers() {
+        Ok(l) => l,
+        Err(e) => {
+            println!("  providers: cannot list ({e})");
+            return;
+        }
+    };
+    let usable =
+        |p: &weft_fabric::ProviderInfo| p.ep_type == "FI_EP_RDM" && p.caps_names().contains(&"FI_TAGGED");
+    // (provider, caps, limits) -> domains, in libfabric's order.
+    let mut rows: Vec<(String, String, Vec<String>)> = Vec::new();
+    for p in list.iter().filter(|p| usable(p)) {
+        let mr = match p.mr_mode_names() {
+            v if v.is_empty() => "none".to_string(),
+            v => v.join("|"),
+        };
+        let caps = format!(
+            "{} (inject {} B, max msg {} B, mr_mode {mr})",
+            p.caps_names().join("|"),
+            p.inject_size,
+            p.max_msg_size
+        );
+        match rows.iter_mut().find(|r| r.0 == p.name && r.1 == caps) {
+            Some(r) => {
+                if !r.2.contains(&p.domain) {
+                    r.2.push(p.domain.clone());
+                }
+            }
+            None => rows.push((p.name.clone(), caps, vec![p.domain.clone()])),
+        }
+    }
+    if rows.is_empty() {
+        println!("  usable providers (FI_EP_RDM + FI_TAGGED): none");
+    } else {
+        println!("  usable providers (FI_EP_RDM + FI_TAGGED):");
+    }
+    for (name, caps, doms) in &rows {
+        println!("  {name:<14} domains {:<16} {caps}", doms.join(","));
+    }
+    let mut others: Vec<&str> = Vec::new();
+    for p in list.iter().filter(|p| !usable(p)) {
+        if !others.contains(&p.name.as_str()) && !rows.iter().any(|r| r.0 == p.name) {
+            others.push(&p.name);
+        }
+    }
+    if !others.is_empty() {
+        println!("  other providers (no FI_EP_RDM with FI_TAGGED): {}", others.join(", "));
+    }
 }

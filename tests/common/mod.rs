@@ -27,15 +27,31 @@ pub fn weft_run() -> PathBuf {
     p
 }
 
-/// Path of an example of the root crate (built by `cargo test`).
+/// Path of an example of the root crate. `cargo test` builds examples only when no target
+/// filter is given, so build them once here (a no-op when they are up to date).
 pub fn example(name: &str) -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(|| {
+        let profile = target_dir().file_name().unwrap().to_string_lossy().to_string();
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "weft", "--examples"]);
+        if profile == "release" {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build --examples").success(), "building examples failed");
+    });
     let p = target_dir().join("examples").join(name);
     assert!(p.exists(), "example {name} not built at {}", p.display());
     p
 }
 
+/// Jobs of one test binary run one at a time: the machine has 2 cores and every job
+/// oversubscribes them already.
+static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Run `cmd` with a hard deadline; kill it (and fail) if it does not finish in time.
 pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
+    let _one = ONE_JOB.lock().unwrap_or_else(|p| p.into_inner());
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().expect("spawn");
     let pid = child.id();
@@ -64,8 +80,20 @@ fn cmd_line(cmd: &Command) -> String {
 /// Run `prog args` under `weft-run -n n` (yield mode, since tests oversubscribe 2 cores),
 /// with weft-run's own timeout and a test-side deadline a little longer.
 pub fn weft_job(n: u32, prog: &PathBuf, args: &[&str], envs: &[(&str, &str)], secs: u64) -> Output {
+    weft_job_on(n, &[], prog, args, envs, secs)
+}
+
+/// As [`weft_job`], with extra launcher options (`--nodes 2`, `--map 3,1`, ...).
+pub fn weft_job_on(
+    n: u32,
+    launcher: &[&str],
+    prog: &PathBuf,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    secs: u64,
+) -> Output {
     let mut cmd = Command::new(weft_run());
-    cmd.args(["-n", &n.to_string(), "--timeout", &secs.to_string()]).arg(prog).args(args);
+    cmd.args(["-n", &n.to_string(), "--timeout", &secs.to_string()]).args(launcher).arg(prog).args(args);
     cmd.env("WEFT_PROGRESS", "yield");
     for (k, v) in envs {
         cmd.env(k, v);

@@ -1,9 +1,23 @@
-//! `weft-run -n N [--timeout SECS] PROG ARGS…`: the embedded single-host launcher of weft.
+//! `weft-run -n N [--timeout SECS] [--nodes K | --map C0,C1,…] [--kill-node NODE@SECS]…
+//! [--netns [--partition NODE@SECS]…] PROG ARGS…`: the embedded single-host launcher of weft.
 //!
 //! Starts N copies of PROG, each with the `WEFT_*` environment described in
 //! `weft_pmix::launcher`, serves the bootstrap protocol of `weft_pmix::launcher::protocol` on a
 //! Unix socket in a private 0700 directory, tells survivors at once when a rank dies (ranks are
 //! watched through pidfds) and keeps them running.
+//!
+//! Virtual nodes: `--nodes K` places the ranks on K nodes in contiguous blocks (5 on 2 → 3 + 2),
+//! `--map 3,1,1` gives the counts explicitly. Each rank gets `WEFT_NODE` / `WEFT_LOCAL_RANKS`
+//! of its node (so each node is its own shared-memory domain) and the whole node map in
+//! WELCOME. With more than one node, `WEFT_FI_DOMAIN=lo` is set unless the user set it (the
+//! network transport between virtual nodes stays on loopback). `--netns` (root only) gives
+//! each node its own network namespace joined by veth pairs to a bridge in a launcher-owned
+//! namespace (see `weft_run/netns.rs`); `WEFT_FI_DOMAIN` is then the node's veth (`wnK`).
+//!
+//! Fault injection: `--kill-node NODE@SECS` SIGKILLs every rank of NODE at once SECS after
+//! start; survivors get TERMINATED for each of them and the exit status counts them as failed.
+//! Ranks can do the same at a chosen point with the KILL_NODE / KILL_RANK protocol ops.
+//! `--partition NODE@SECS` (with `--netns`) sets the node's veth link down.
 //!
 //! Exit status: 0 when every rank finalized and exited 0; 1 when some rank failed (one line per
 //! failed rank on stderr); the abort code when a rank called `abort` (1 if that code is 0 mod
@@ -23,6 +37,10 @@ macro_rules! note {
 mod fence;
 #[path = "weft_run/job.rs"]
 mod job;
+#[path = "weft_run/netns.rs"]
+mod netns;
+#[path = "weft_run/nodes.rs"]
+mod nodes;
 #[path = "weft_run/server.rs"]
 mod server;
 
@@ -37,7 +55,9 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
 
 use job::{kill_and_reap_all, random_hex, resolve_program, spawn_rank, RunDir, SpawnSpec};
-use server::{Server, Teardown};
+use netns::NetNs;
+use nodes::{parse_node_at, NodeAt, NodePlan};
+use server::{Action, Server, Teardown};
 
 /// Run N copies of a program as one weft job on this host.
 #[derive(Parser, Debug)]
@@ -53,6 +73,23 @@ struct Cli {
     /// Kill the whole job after SECS seconds (fractions allowed) and exit with status 124.
     #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
     timeout: Option<f64>,
+    /// Place the ranks on K virtual nodes, in contiguous blocks as even as possible.
+    #[arg(long, value_name = "K")]
+    nodes: Option<u32>,
+    /// Explicit placement: comma-separated rank counts per virtual node (sum = N), e.g. 3,1,1.
+    #[arg(long, value_name = "C0,C1,...")]
+    map: Option<String>,
+    /// SIGKILL every rank of virtual node NODE at once, SECS seconds after start (repeatable).
+    #[arg(long = "kill-node", value_name = "NODE@SECS", value_parser = parse_node_at)]
+    kill_node: Vec<NodeAt>,
+    /// Give each virtual node its own network namespace, joined by veth pairs to a private
+    /// bridge (root only).
+    #[arg(long)]
+    netns: bool,
+    /// With --netns: set virtual node NODE's veth link down SECS seconds after start
+    /// (repeatable).
+    #[arg(long, value_name = "NODE@SECS", value_parser = parse_node_at)]
+    partition: Vec<NodeAt>,
     /// The program to run and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -81,6 +118,28 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> u8 {
+    let plan = match NodePlan::new(cli.n, cli.nodes, cli.map.as_deref()) {
+        Ok(p) => p,
+        Err(msg) => {
+            note!("weft-run: {msg}");
+            return EXIT_USAGE;
+        }
+    };
+    let k = plan.num_nodes();
+    for (opt, list) in [("--kill-node", &cli.kill_node), ("--partition", &cli.partition)] {
+        if let Some(bad) = list.iter().find(|a| a.node >= k) {
+            note!("weft-run: {opt} {}@…: the job has {k} node(s), 0..{}", bad.node, k - 1);
+            return EXIT_USAGE;
+        }
+    }
+    if !cli.partition.is_empty() && !cli.netns {
+        note!("weft-run: --partition needs --netns (a node can only be cut off in its own namespace)");
+        return EXIT_USAGE;
+    }
+    if cli.netns && !netns::is_root() {
+        note!("weft-run: --netns needs root (it creates network namespaces, veth pairs and a bridge)");
+        return EXIT_USAGE;
+    }
     let prog_arg = &cli.command[0];
     let prog = match resolve_program(prog_arg) {
         Ok(p) => p,
@@ -125,7 +184,35 @@ fn run(cli: Cli) -> u8 {
         }
     };
 
-    let local_ranks = (0..cli.n).map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    // Namespaces are created after the signal mask is set (so Ctrl-C during setup is seen by
+    // the event loop, after which `NetNs`'s drop removes them).
+    let netns = if cli.netns {
+        match NetNs::create(&job_id, k) {
+            Ok(ns) => Some(ns),
+            Err(msg) => {
+                note!("weft-run: --netns: {msg}");
+                return 1;
+            }
+        }
+    } else {
+        None
+    };
+    let local_lists: Vec<String> = (0..k).map(|i| plan.local_list(i)).collect();
+    let user_domain = std::env::var_os("WEFT_FI_DOMAIN").is_some();
+    let fi_domains: Vec<Option<String>> = (0..k)
+        .map(|i| match &netns {
+            Some(_) => Some(netns::veth_name(i)),
+            None if k > 1 && !user_domain => Some("lo".to_string()),
+            None => None,
+        })
+        .collect();
+    if netns.is_some() && user_domain {
+        note!("weft-run: --netns: WEFT_FI_DOMAIN is replaced by each node's veth (wnK)");
+    }
+    let netns_fds: Vec<std::os::fd::RawFd> = match &netns {
+        Some(ns) => (0..k).map(|i| ns.fd(i)).collect(),
+        None => Vec::new(),
+    };
     let spec = SpawnSpec {
         prog: &prog,
         argv0: prog_arg,
@@ -133,7 +220,10 @@ fn run(cli: Cli) -> u8 {
         sock: &run_dir.sock,
         size: cli.n,
         job_id: &job_id,
-        local_ranks: &local_ranks,
+        node_of: &plan.node_of,
+        local_lists: &local_lists,
+        fi_domains: &fi_domains,
+        netns_fds: &netns_fds,
     };
     let start = Instant::now();
     let mut procs = Vec::with_capacity(cli.n as usize);
@@ -161,7 +251,13 @@ fn run(cli: Cli) -> u8 {
     }
 
     let deadline = cli.timeout.map(|t| start + Duration::from_secs_f64(t));
-    let mut server = Server::new(listener, sigfd, procs, pgid, deadline);
+    let events: Vec<(Instant, Action)> = cli
+        .kill_node
+        .iter()
+        .map(|a| (start + a.at, Action::KillNode(a.node)))
+        .chain(cli.partition.iter().map(|a| (start + a.at, Action::Partition(a.node))))
+        .collect();
+    let mut server = Server::new(listener, sigfd, procs, pgid, deadline, plan, events, netns);
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {

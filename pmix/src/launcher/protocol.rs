@@ -19,15 +19,19 @@
 //! | 0x03 | FENCE    | epoch:u32 (1 for the first fence, then +1 each time) |
 //! | 0x04 | ABORT    | code:i32, msg:bytes                                  |
 //! | 0x05 | FINALIZE | —                                                    |
+//! | 0x06 | KILL_RANK| rank:u32 (v2)                                        |
+//! | 0x07 | KILL_NODE| node:u32 (v2)                                        |
+//! | 0x08 | CONTROL  | version:u32 (v2; first frame of a control connection)|
 //!
 //! Launcher → rank ([`ToRank`]):
 //!
 //! | op   | name         | payload                                                   |
 //! |------|--------------|-----------------------------------------------------------|
-//! | 0x81 | WELCOME      | version:u32, size:u32                                     |
+//! | 0x81 | WELCOME      | version:u32, size:u32, n:u32, n × node:u32 (n = size; v2) |
 //! | 0x82 | TERMINATED   | rank:u32                                                  |
 //! | 0x83 | FENCE_DONE   | epoch:u32, n:u32, n × (rank:u32, key:bytes, value:bytes)  |
 //! | 0x84 | FENCE_FAILED | epoch:u32, n:u32, n × rank:u32                            |
+//! | 0x85 | KILL_DONE    | n:u32, n × rank:u32 (v2)                                  |
 //!
 //! Conversation: the rank connects and sends HELLO; the launcher answers WELCOME and then one
 //! TERMINATED per rank that already failed. `put` is buffered by the rank and sent in one COMMIT.
@@ -35,6 +39,17 @@
 //! rank (so `get` is local), or by FENCE_FAILED naming the ranks whose death prevented it.
 //! TERMINATED may arrive at any time; each failed rank is announced once to every other
 //! connected rank. FINALIZE ends the conversation (the rank then exits with status 0).
+//!
+//! Virtual nodes (version 2): WELCOME carries the node of every rank (`nodes[r]`, dense ids
+//! from 0), so `node_of` is local. Fault injection: KILL_RANK / KILL_NODE make the launcher
+//! SIGKILL that rank / every rank of that node at once, reap them, send TERMINATED for each of
+//! them to every other live rank, and then answer the requester with KILL_DONE naming the ranks
+//! that were killed (ranks already dead are not named; the requester never gets an answer if
+//! it was itself among the victims). A bad rank or node number is a protocol error.
+//! A *control connection* starts with CONTROL instead of HELLO: it is not a rank, gets no
+//! WELCOME and no TERMINATED, and may only send KILL_RANK / KILL_NODE (each answered by
+//! KILL_DONE). It lets code that does not own the rank's runtime object (a test program inside
+//! a weft job) inject failures.
 //!
 //! Fence semantics (what the launcher guarantees): fence epoch `k` is expected from every rank
 //! of epoch `k-1` (all ranks for `k = 1`) that neither finalized nor was named by a failed
@@ -49,7 +64,7 @@
 use std::fmt;
 
 /// Protocol version carried by HELLO and WELCOME.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Largest accepted frame (length field value), 256 MiB.
 pub const MAX_FRAME: usize = 256 << 20;
 
@@ -58,10 +73,14 @@ const OP_COMMIT: u8 = 0x02;
 const OP_FENCE: u8 = 0x03;
 const OP_ABORT: u8 = 0x04;
 const OP_FINALIZE: u8 = 0x05;
+const OP_KILL_RANK: u8 = 0x06;
+const OP_KILL_NODE: u8 = 0x07;
+const OP_CONTROL: u8 = 0x08;
 const OP_WELCOME: u8 = 0x81;
 const OP_TERMINATED: u8 = 0x82;
 const OP_FENCE_DONE: u8 = 0x83;
 const OP_FENCE_FAILED: u8 = 0x84;
+const OP_KILL_DONE: u8 = 0x85;
 
 /// A frame a rank sends to the launcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,15 +90,34 @@ pub enum ToLauncher {
     Fence { epoch: u32 },
     Abort { code: i32, msg: String },
     Finalize,
+    KillRank { rank: u32 },
+    KillNode { node: u32 },
+    Control { version: u32 },
 }
 
 /// A frame the launcher sends to a rank.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToRank {
-    Welcome { version: u32, size: u32 },
-    Terminated { rank: u32 },
-    FenceDone { epoch: u32, kvs: Vec<(u32, String, Vec<u8>)> },
-    FenceFailed { epoch: u32, ranks: Vec<u32> },
+    /// `nodes[r]` is the node of rank `r` (`nodes.len() == size`).
+    Welcome {
+        version: u32,
+        size: u32,
+        nodes: Vec<u32>,
+    },
+    Terminated {
+        rank: u32,
+    },
+    FenceDone {
+        epoch: u32,
+        kvs: Vec<(u32, String, Vec<u8>)>,
+    },
+    FenceFailed {
+        epoch: u32,
+        ranks: Vec<u32>,
+    },
+    KillDone {
+        ranks: Vec<u32>,
+    },
 }
 
 /// A malformed frame.
@@ -162,6 +200,21 @@ impl ToLauncher {
                 e.finish()
             }
             ToLauncher::Finalize => Enc::new(OP_FINALIZE).finish(),
+            ToLauncher::KillRank { rank } => {
+                let mut e = Enc::new(OP_KILL_RANK);
+                e.u32(*rank);
+                e.finish()
+            }
+            ToLauncher::KillNode { node } => {
+                let mut e = Enc::new(OP_KILL_NODE);
+                e.u32(*node);
+                e.finish()
+            }
+            ToLauncher::Control { version } => {
+                let mut e = Enc::new(OP_CONTROL);
+                e.u32(*version);
+                e.finish()
+            }
         }
     }
 
@@ -181,6 +234,9 @@ impl ToLauncher {
             OP_FENCE => ToLauncher::Fence { epoch: d.u32()? },
             OP_ABORT => ToLauncher::Abort { code: d.i32()?, msg: d.string()? },
             OP_FINALIZE => ToLauncher::Finalize,
+            OP_KILL_RANK => ToLauncher::KillRank { rank: d.u32()? },
+            OP_KILL_NODE => ToLauncher::KillNode { node: d.u32()? },
+            OP_CONTROL => ToLauncher::Control { version: d.u32()? },
             op => return err(format!("unknown rank-to-launcher op 0x{op:02x}")),
         };
         d.end()?;
@@ -192,10 +248,14 @@ impl ToRank {
     /// Encode as one complete frame (length prefix included).
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            ToRank::Welcome { version, size } => {
+            ToRank::Welcome { version, size, nodes } => {
                 let mut e = Enc::new(OP_WELCOME);
                 e.u32(*version);
                 e.u32(*size);
+                e.u32(len_u32(nodes.len()));
+                for n in nodes {
+                    e.u32(*n);
+                }
                 e.finish()
             }
             ToRank::Terminated { rank } => {
@@ -215,6 +275,14 @@ impl ToRank {
                 }
                 e.finish()
             }
+            ToRank::KillDone { ranks } => {
+                let mut e = Enc::new(OP_KILL_DONE);
+                e.u32(len_u32(ranks.len()));
+                for r in ranks {
+                    e.u32(*r);
+                }
+                e.finish()
+            }
         }
     }
 
@@ -222,7 +290,15 @@ impl ToRank {
     pub fn decode(body: &[u8]) -> Result<ToRank, ProtoError> {
         let mut d = Dec::new(body)?;
         let msg = match d.op {
-            OP_WELCOME => ToRank::Welcome { version: d.u32()?, size: d.u32()? },
+            OP_WELCOME => {
+                let version = d.u32()?;
+                if version != VERSION {
+                    // Do not guess at the layout of another version: report it.
+                    return Ok(ToRank::Welcome { version, size: 0, nodes: Vec::new() });
+                }
+                let size = d.u32()?;
+                ToRank::Welcome { version, size, nodes: d.u32_list()? }
+            }
             OP_TERMINATED => ToRank::Terminated { rank: d.u32()? },
             OP_FENCE_DONE => {
                 let epoch = d.u32()?;
@@ -235,13 +311,9 @@ impl ToRank {
             }
             OP_FENCE_FAILED => {
                 let epoch = d.u32()?;
-                let n = d.count(4)?;
-                let mut ranks = Vec::with_capacity(n);
-                for _ in 0..n {
-                    ranks.push(d.u32()?);
-                }
-                ToRank::FenceFailed { epoch, ranks }
+                ToRank::FenceFailed { epoch, ranks: d.u32_list()? }
             }
+            OP_KILL_DONE => ToRank::KillDone { ranks: d.u32_list()? },
             op => return err(format!("unknown launcher-to-rank op 0x{op:02x}")),
         };
         d.end()?;
@@ -314,6 +386,14 @@ impl<'a> Dec<'a> {
             return err(format!("element count {n} exceeds frame size"));
         }
         Ok(n)
+    }
+    fn u32_list(&mut self) -> Result<Vec<u32>, ProtoError> {
+        let n = self.count(4)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(self.u32()?);
+        }
+        Ok(v)
     }
     fn end(&self) -> Result<(), ProtoError> {
         if self.rest.is_empty() {
@@ -393,6 +473,9 @@ mod tests {
             ToLauncher::Fence { epoch: 7 },
             ToLauncher::Abort { code: -3, msg: "boom".into() },
             ToLauncher::Finalize,
+            ToLauncher::KillRank { rank: 3 },
+            ToLauncher::KillNode { node: 1 },
+            ToLauncher::Control { version: VERSION },
         ];
         for m in msgs {
             let f = m.encode();
@@ -403,7 +486,10 @@ mod tests {
     #[test]
     fn roundtrip_to_rank() {
         let msgs = vec![
-            ToRank::Welcome { version: VERSION, size: 8 },
+            ToRank::Welcome { version: VERSION, size: 3, nodes: vec![0, 0, 1] },
+            ToRank::Welcome { version: VERSION, size: 0, nodes: vec![] },
+            ToRank::KillDone { ranks: vec![2, 3] },
+            ToRank::KillDone { ranks: vec![] },
             ToRank::Terminated { rank: 5 },
             ToRank::FenceDone {
                 epoch: 1,
@@ -415,6 +501,22 @@ mod tests {
             let f = m.encode();
             assert_eq!(ToRank::decode(split(&f)).unwrap(), m);
         }
+    }
+
+    #[test]
+    fn welcome_of_another_version_decodes_to_its_version() {
+        // A version-1 WELCOME (version, size): the rank must be able to say "version 1".
+        let body = [0x81, 1, 0, 0, 0, 8, 0, 0, 0];
+        match ToRank::decode(&body).unwrap() {
+            ToRank::Welcome { version: 1, .. } => {}
+            other => panic!("{other:?}"),
+        }
+        // Hostile node count.
+        let mut body = vec![0x81];
+        body.extend_from_slice(&VERSION.to_le_bytes());
+        body.extend_from_slice(&4u32.to_le_bytes());
+        body.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(ToRank::decode(&body).is_err());
     }
 
     #[test]

@@ -73,9 +73,17 @@ impl Fences {
     }
 
     /// `rank` died (any way that counts as failure).
+    #[cfg(test)]
     pub fn on_dead(&mut self, rank: u32) -> Vec<Outcome> {
-        if let Some(d) = self.dead.get_mut(rank as usize) {
-            *d = true;
+        self.on_dead_many(&[rank])
+    }
+
+    /// Several ranks died at once (a whole node): a fence they fail names all of them.
+    pub fn on_dead_many(&mut self, ranks: &[u32]) -> Vec<Outcome> {
+        for &r in ranks {
+            if let Some(d) = self.dead.get_mut(r as usize) {
+                *d = true;
+            }
         }
         self.settle()
     }
@@ -194,6 +202,21 @@ mod tests {
             f.enter(0, 2).unwrap(),
             vec![Outcome::Failed { epoch: 2, failed: vec![1], notify: vec![0] }]
         );
+    }
+
+    #[test]
+    fn node_death_is_named_by_one_fence() {
+        let mut f = Fences::new(5);
+        f.enter(0, 1).unwrap();
+        assert_eq!(
+            f.on_dead_many(&[3, 4]),
+            vec![Outcome::Failed { epoch: 1, failed: vec![3, 4], notify: vec![0] }]
+        );
+        f.enter(1, 1).unwrap();
+        f.enter(2, 1).unwrap();
+        f.enter(0, 2).unwrap();
+        f.enter(1, 2).unwrap();
+        assert_eq!(f.enter(2, 2).unwrap(), vec![Outcome::Done { epoch: 2, notify: vec![0, 1, 2] }]);
     }
 
     #[test]

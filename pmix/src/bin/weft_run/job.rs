@@ -4,7 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -197,24 +197,43 @@ pub struct SpawnSpec<'a> {
     pub sock: &'a Path,
     pub size: u32,
     pub job_id: &'a str,
-    pub local_ranks: &'a str,
+    /// Node of every rank.
+    pub node_of: &'a [u32],
+    /// `WEFT_LOCAL_RANKS` of every node.
+    pub local_lists: &'a [String],
+    /// `WEFT_FI_DOMAIN` of every node (`None`: leave the environment alone).
+    pub fi_domains: &'a [Option<String>],
+    /// Network namespace of every node (`--netns`), entered with `setns` before exec.
+    pub netns_fds: &'a [RawFd],
 }
 
 /// Start rank `rank` in process group `pgid` (`None`: a new group led by this child).
 pub fn spawn_rank(spec: &SpawnSpec<'_>, rank: u32, pgid: Option<Pid>) -> io::Result<Proc> {
+    let node = spec.node_of[rank as usize] as usize;
     let mut cmd = Command::new(spec.prog);
+    if let Some(dom) = &spec.fi_domains[node] {
+        cmd.env("WEFT_FI_DOMAIN", dom);
+    }
+    let netns = spec.netns_fds.get(node).copied();
     cmd.arg0(spec.argv0)
         .args(spec.args)
         .env(weft_pmix::launcher::ENV_SOCK, spec.sock)
         .env(weft_pmix::launcher::ENV_RANK, rank.to_string())
         .env(weft_pmix::launcher::ENV_SIZE, spec.size.to_string())
         .env(weft_pmix::launcher::ENV_JOBID, spec.job_id)
-        .env(weft_pmix::launcher::ENV_NODE, "0")
-        .env(weft_pmix::launcher::ENV_LOCAL_RANKS, spec.local_ranks)
+        .env(weft_pmix::launcher::ENV_NODE, node.to_string())
+        .env(weft_pmix::launcher::ENV_LOCAL_RANKS, &spec.local_lists[node])
         .process_group(pgid.map(|p| p.as_raw()).unwrap_or(0))
         .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });
     let parent = nix::unistd::getpid().as_raw();
     let in_child = move || {
+        if let Some(fd) = netns {
+            // SAFETY: `fd` is an open namespace handle owned by the launcher (inherited across
+            // fork, closed at exec); setns is async-signal-safe.
+            if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
         // SAFETY: plain syscalls with valid constant or stack arguments.
         let ok = unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
@@ -231,7 +250,9 @@ pub fn spawn_rank(spec: &SpawnSpec<'_>, rank: u32, pgid: Option<Pid>) -> io::Res
         }
     };
     // SAFETY: `in_child` runs in the forked child before exec and only makes
-    // async-signal-safe calls (sigprocmask, prctl, getppid); it does not allocate or lock.
+    // async-signal-safe calls (setns, sigprocmask, prctl, getppid); it does not allocate or
+    // lock (`io::Error::last_os_error` / `from_raw_os_error` build an OS error without
+    // allocating).
     unsafe {
         cmd.pre_exec(in_child);
     }

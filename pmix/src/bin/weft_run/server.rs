@@ -1,5 +1,7 @@
 //! The single-threaded event loop of `weft-run`: one `poll()` over the signalfd, the listening
-//! socket, every rank connection and every rank's pidfd.
+//! socket, every rank connection and every rank's pidfd; plus the timed fault injections of
+//! `--kill-node` / `--partition` and the KILL_RANK / KILL_NODE requests of ranks and control
+//! connections.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -18,6 +20,17 @@ use weft_pmix::launcher::protocol::{encode_fence_done, FrameReader, ToLauncher, 
 
 use crate::fence::{Fences, Outcome};
 use crate::job::{kill_and_reap_all, Ended, Proc};
+use crate::netns::NetNs;
+use crate::nodes::NodePlan;
+
+/// A timed fault injection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// SIGKILL every rank of the node (`--kill-node`).
+    KillNode(u32),
+    /// Set the node's veth link down (`--partition`, needs `--netns`).
+    Partition(u32),
+}
 
 /// Why the job ended early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,11 +50,15 @@ struct RankState {
     failed: bool,
     /// Why we killed it, if we did.
     kill_reason: Option<String>,
+    /// Its end has been handled (as a clean exit or as a failure).
+    judged: bool,
 }
 
 struct Conn {
     stream: UnixStream,
     rank: Option<u32>,
+    /// A control connection (CONTROL instead of HELLO): may only send KILL_*.
+    control: bool,
     rx: FrameReader,
     tx: Vec<u8>,
     tx_off: usize,
@@ -59,6 +76,12 @@ pub struct Server {
     store_bytes: usize,
     deadline: Option<Instant>,
     scratch: Vec<u8>,
+    plan: NodePlan,
+    /// Timed fault injections, sorted by time; `events[next_event..]` are still to come.
+    events: Vec<(Instant, Action)>,
+    next_event: usize,
+    /// Dropped after the ranks are gone (`Drop for Server` runs before the fields drop).
+    netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
     pub failures: Vec<String>,
 }
@@ -71,13 +94,18 @@ enum Ev {
 }
 
 impl Server {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         listener: UnixListener,
         sigfd: SignalFd,
         procs: Vec<Proc>,
         pgid: Option<Pid>,
         deadline: Option<Instant>,
+        plan: NodePlan,
+        mut events: Vec<(Instant, Action)>,
+        netns: Option<NetNs>,
     ) -> Server {
+        events.sort_by_key(|e| e.0);
         let size = procs.len() as u32;
         Server {
             listener,
@@ -91,6 +119,7 @@ impl Server {
                     finalized: false,
                     failed: false,
                     kill_reason: None,
+                    judged: false,
                 })
                 .collect(),
             pgid,
@@ -101,6 +130,10 @@ impl Server {
             store_bytes: 0,
             deadline,
             scratch: vec![0; 64 << 10],
+            plan,
+            events,
+            next_event: 0,
+            netns,
             failures: Vec::new(),
         }
     }
@@ -111,15 +144,26 @@ impl Server {
             if self.ranks.iter().all(|r| r.proc_.ended.is_some()) {
                 return None;
             }
-            let timeout = match self.deadline {
+            if let Some(d) = self.deadline {
+                if Instant::now() >= d {
+                    self.teardown();
+                    return Some(Teardown::Timeout);
+                }
+            }
+            if let Some(code) = self.fire_due_events() {
+                self.teardown();
+                return Some(Teardown::Abort(code));
+            }
+            let wake =
+                [self.deadline, self.events.get(self.next_event).map(|e| e.0)].into_iter().flatten().min();
+            let timeout = match wake {
                 None => PollTimeout::NONE,
                 Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        self.teardown();
-                        return Some(Teardown::Timeout);
-                    }
-                    let ms = (d - now).as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+                    let ms = d
+                        .saturating_duration_since(Instant::now())
+                        .as_micros()
+                        .div_ceil(1000)
+                        .min(i32::MAX as u128) as i32;
                     PollTimeout::try_from(ms).unwrap_or(PollTimeout::NONE)
                 }
             };
@@ -158,12 +202,17 @@ impl Server {
                     _ => {}
                 }
             }
-            for ev in &events {
-                if let Ev::Pid(i) = *ev {
-                    if let Some(code) = self.check_death(i) {
-                        self.teardown();
-                        return Some(Teardown::Abort(code));
-                    }
+            let died: Vec<usize> = events
+                .iter()
+                .filter_map(|ev| match *ev {
+                    Ev::Pid(i) => Some(i),
+                    _ => None,
+                })
+                .collect();
+            if !died.is_empty() {
+                if let Some(code) = self.check_deaths(&died) {
+                    self.teardown();
+                    return Some(Teardown::Abort(code));
                 }
             }
         }
@@ -242,7 +291,14 @@ impl Server {
                     self.next_conn += 1;
                     self.conns.insert(
                         id,
-                        Conn { stream, rank: None, rx: FrameReader::new(), tx: Vec::new(), tx_off: 0 },
+                        Conn {
+                            stream,
+                            rank: None,
+                            control: false,
+                            rx: FrameReader::new(),
+                            tx: Vec::new(),
+                            tx_off: 0,
+                        },
                     );
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -279,6 +335,7 @@ impl Server {
         loop {
             let c = self.conns.get_mut(&id)?;
             let rank = c.rank;
+            let control = c.control;
             let msg = match c.rx.next_frame() {
                 Ok(None) => break,
                 Ok(Some(body)) => ToLauncher::decode(body),
@@ -286,7 +343,8 @@ impl Server {
             };
             match msg {
                 Ok(m) => {
-                    if let Some(code) = self.handle(id, rank, m) {
+                    let res = if control { self.handle_control(id, m) } else { self.handle(id, rank, m) };
+                    if let Some(code) = res {
                         return Some(code);
                     }
                 }
@@ -327,15 +385,25 @@ impl Server {
 
     fn handle(&mut self, id: u64, rank: Option<u32>, msg: ToLauncher) -> Option<i32> {
         let Some(r) = rank else {
-            // First frame must be HELLO.
+            // First frame must be HELLO (a rank) or CONTROL (a control connection).
             match msg {
                 ToLauncher::Hello { version, rank, pid } => self.hello(id, version, rank, pid),
-                other => self.protocol_error(id, None, &format!("expected HELLO, got {other:?}")),
+                ToLauncher::Control { version } if version == VERSION => {
+                    if let Some(c) = self.conns.get_mut(&id) {
+                        c.control = true;
+                    }
+                }
+                other => self.protocol_error(id, None, &format!("expected HELLO or CONTROL, got {other:?}")),
             }
             return None;
         };
         match msg {
-            ToLauncher::Hello { .. } => self.protocol_error(id, rank, "second HELLO"),
+            ToLauncher::Hello { .. } | ToLauncher::Control { .. } => {
+                self.protocol_error(id, rank, "second HELLO")
+            }
+            ToLauncher::KillRank { .. } | ToLauncher::KillNode { .. } => {
+                return self.kill_request(id, Some(r), msg);
+            }
             ToLauncher::Commit { kvs } => {
                 if self.ranks[r as usize].finalized {
                     self.protocol_error(id, rank, "commit after finalize");
@@ -375,6 +443,99 @@ impl Server {
         None
     }
 
+    /// A frame on a control connection: only KILL_RANK / KILL_NODE.
+    fn handle_control(&mut self, id: u64, msg: ToLauncher) -> Option<i32> {
+        match msg {
+            ToLauncher::KillRank { .. } | ToLauncher::KillNode { .. } => self.kill_request(id, None, msg),
+            other => {
+                self.protocol_error(id, None, &format!("control connection sent {other:?}"));
+                None
+            }
+        }
+    }
+
+    /// KILL_RANK / KILL_NODE from connection `id` (rank `from`, or a control connection):
+    /// kill, announce, answer KILL_DONE.
+    fn kill_request(&mut self, id: u64, from: Option<u32>, msg: ToLauncher) -> Option<i32> {
+        let who = match from {
+            Some(r) => format!("rank {r}"),
+            None => "a control connection".to_string(),
+        };
+        let (victims, reason) = match msg {
+            ToLauncher::KillNode { node } if node < self.plan.num_nodes() => {
+                (self.plan.ranks[node as usize].clone(), format!("node {node} killed by {who} (KILL_NODE)"))
+            }
+            ToLauncher::KillRank { rank } if (rank as usize) < self.ranks.len() => {
+                (vec![rank], format!("killed by {who} (KILL_RANK)"))
+            }
+            other => {
+                self.protocol_error(id, from, &format!("{other:?}: no such rank or node"));
+                return None;
+            }
+        };
+        let (killed, code) = self.kill_ranks(&victims, &reason);
+        if code.is_some() {
+            return code;
+        }
+        self.send_conn(id, &ToRank::KillDone { ranks: killed }.encode());
+        None
+    }
+
+    /// SIGKILL every still-running rank of `victims` at once, reap them all, then handle their
+    /// deaths as one batch (TERMINATED for each to every survivor; one failed fence names them
+    /// all). Returns the ranks killed, and an abort code if a victim's last frame was ABORT.
+    fn kill_ranks(&mut self, victims: &[u32], reason: &str) -> (Vec<u32>, Option<i32>) {
+        let live: Vec<u32> = victims
+            .iter()
+            .copied()
+            .filter(|&r| {
+                let st = &self.ranks[r as usize];
+                !st.judged && st.proc_.ended.is_none()
+            })
+            .collect();
+        for &r in &live {
+            let st = &mut self.ranks[r as usize];
+            st.kill_reason = Some(reason.to_owned());
+            st.proc_.kill();
+        }
+        for &r in &live {
+            self.ranks[r as usize].proc_.reap();
+        }
+        let idx: Vec<usize> = live.iter().map(|&r| r as usize).collect();
+        let code = self.check_deaths(&idx);
+        (live, code)
+    }
+
+    /// Run the timed fault injections whose time has come.
+    fn fire_due_events(&mut self) -> Option<i32> {
+        let now = Instant::now();
+        while let Some(&(at, action)) = self.events.get(self.next_event) {
+            if at > now {
+                break;
+            }
+            self.next_event += 1;
+            match action {
+                Action::KillNode(node) => {
+                    let victims = self.plan.ranks[node as usize].clone();
+                    note!("weft-run: --kill-node: killing node {node} (ranks {victims:?})");
+                    let (_, code) = self.kill_ranks(&victims, &format!("node {node} killed by --kill-node"));
+                    if code.is_some() {
+                        return code;
+                    }
+                }
+                Action::Partition(node) => {
+                    if let Some(ns) = &self.netns {
+                        match ns.partition(node) {
+                            Ok(()) => note!("weft-run: --partition: node {node} ({}) cut off", ns.name(node)),
+                            Err(e) => note!("weft-run: --partition {node}: {e}"),
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
     fn hello(&mut self, id: u64, version: u32, rank: u32, _pid: u32) {
         if version != VERSION {
             self.protocol_error(id, None, &format!("protocol version {version}, launcher speaks {VERSION}"));
@@ -395,7 +556,8 @@ impl Server {
         if let Some(c) = self.conns.get_mut(&id) {
             c.rank = Some(rank);
         }
-        self.send_to(rank, &ToRank::Welcome { version: VERSION, size }.encode());
+        let welcome = ToRank::Welcome { version: VERSION, size, nodes: self.plan.node_of.clone() };
+        self.send_to(rank, &welcome.encode());
         let dead: Vec<u32> = (0..size).filter(|&i| i != rank && self.ranks[i as usize].failed).collect();
         for d in dead {
             self.send_to(rank, &ToRank::Terminated { rank: d }.encode());
@@ -431,9 +593,13 @@ impl Server {
 
     /// Queue `frame` for `rank` and try to write it at once.
     fn send_to(&mut self, rank: u32, frame: &[u8]) {
-        let Some(id) = self.ranks.get(rank as usize).and_then(|r| r.conn) else {
-            return;
-        };
+        if let Some(id) = self.ranks.get(rank as usize).and_then(|r| r.conn) {
+            self.send_conn(id, frame);
+        }
+    }
+
+    /// Queue `frame` on connection `id` and try to write it at once.
+    fn send_conn(&mut self, id: u64, frame: &[u8]) {
         if let Some(c) = self.conns.get_mut(&id) {
             if c.tx_off == c.tx.len() {
                 c.tx.clear();
@@ -468,13 +634,39 @@ impl Server {
         c.tx_off = 0;
     }
 
-    /// The pidfd of rank `i` is readable: reap and handle its end.
-    fn check_death(&mut self, i: usize) -> Option<i32> {
-        let ended = self.ranks[i].proc_.try_reap()?;
+    /// The ranks `idx` ended (pidfd readable, or killed and reaped by us): judge each one,
+    /// then tell the fences about all the failures at once.
+    fn check_deaths(&mut self, idx: &[usize]) -> Option<i32> {
+        let mut failed = Vec::new();
+        for &i in idx {
+            match self.check_death(i) {
+                Err(code) => return Some(code),
+                Ok(true) => failed.push(i as u32),
+                Ok(false) => {}
+            }
+        }
+        if !failed.is_empty() {
+            let outs = self.fences.on_dead_many(&failed);
+            self.dispatch(outs);
+        }
+        None
+    }
+
+    /// Reap and judge rank `i`: `Ok(true)` if it failed (announced to every survivor; the
+    /// caller informs the fences), `Ok(false)` if it is still running, was already judged or
+    /// ended cleanly, `Err(code)` if its last frame was ABORT.
+    fn check_death(&mut self, i: usize) -> Result<bool, i32> {
+        if self.ranks[i].judged {
+            return Ok(false);
+        }
+        let Some(ended) = self.ranks[i].proc_.try_reap() else {
+            return Ok(false);
+        };
+        self.ranks[i].judged = true;
         // Read its last frames (FINALIZE, ABORT) before judging.
         if let Some(id) = self.ranks[i].conn {
             if let Some(code) = self.read_conn(id) {
-                return Some(code);
+                return Err(code);
             }
             self.close_conn(id);
         }
@@ -485,7 +677,7 @@ impl Server {
             // A rank that never said HELLO and exited 0 was not a weft program: not a failure.
             let outs = self.fences.on_finalized(rank);
             self.dispatch(outs);
-            return None;
+            return Ok(false);
         }
         let mut line = format!("weft-run: rank {rank} (pid {}) {}", st.proc_.pid, ended.describe());
         if ended == Ended::Exited(0) {
@@ -507,9 +699,7 @@ impl Server {
         for r in others {
             self.send_to(r, &frame);
         }
-        let outs = self.fences.on_dead(rank);
-        self.dispatch(outs);
-        None
+        Ok(true)
     }
 }
 

@@ -1,0 +1,56 @@
+//! `weft-fabric`: weft's network transport over libfabric.
+//!
+//! One module per libfabric object, as in libfabric's `prov/` layout and rust-ibverbs:
+//! [`info`] (`fi_getinfo`, provider selection), [`fabric`], [`domain`], [`av`], [`cq`],
+//! [`ep`], [`mr`] (+ [`rcache`], the registration cache), with the data-path calls apart in
+//! [`data`]. Teardown order is enforced by ownership: every object holds an `Rc` to its
+//! parent (endpoint → CQ, AV → domain → fabric; an MR → domain, and → endpoint under
+//! `FI_MR_ENDPOINT`), so a parent is closed only after its last child. `unsafe` is confined to
+//! these thin wrapper modules and `weft-fabric-sys`.
+//!
+//! [`OfiTransport`] implements the engine's `Transport`. Construction has two phases around
+//! the runtime's modex:
+//!
+//! ```no_run
+//! # use weft_fabric::{OfiConfig, OfiTransport};
+//! # fn modex_exchange(_: Vec<u8>) -> Vec<(u32, Vec<u8>)> { unimplemented!() }
+//! let cfg = OfiConfig { domain: Some("lo".into()), ..OfiConfig::from_env() };
+//! let mut t = OfiTransport::open(0, 4, &cfg)?;
+//! let all = modex_exchange(t.address());
+//! t.connect(&all)?;
+//! # Ok::<(), weft_fabric::FabricError>(())
+//! ```
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod av;
+pub mod cq;
+pub mod data;
+pub mod domain;
+pub mod ep;
+pub mod error;
+pub mod fabric;
+pub mod info;
+pub mod mr;
+pub mod rcache;
+pub mod transport;
+
+pub use error::FabricError;
+pub use info::{providers, ProviderInfo};
+pub use transport::{OfiConfig, OfiStats, OfiTransport, RemoteRegion};
+
+/// Version of the libfabric library loaded at run time, `(major, minor)` (`fi_version`).
+pub fn version() -> (u32, u32) {
+    // SAFETY: fi_version takes no arguments and only returns a constant.
+    let v = unsafe { weft_fabric_sys::fi_version() };
+    (weft_fabric_sys::fi_major(v), weft_fabric_sys::fi_minor(v))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_is_at_least_1_17() {
+        let (maj, min) = super::version();
+        assert!((maj, min) >= (1, 17), "{maj}.{min}");
+    }
+}

@@ -1,0 +1,72 @@
+//! `weft-info` prints every section and every configuration key, and refuses bad settings.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const WEFT_INFO: &str = env!("CARGO_BIN_EXE_weft-info");
+
+/// Run `weft-info` with a clean `WEFT_*` environment plus `vars`, under a hard deadline.
+fn run(vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(WEFT_INFO);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("WEFT_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.envs(vars.iter().copied());
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn weft-info");
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("weft-info did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn prints_every_section_and_key() {
+    let o = run(&[]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    for section in
+        ["Build", "Transports", "libfabric", "Topology (hwloc)", "Runtime", "Configuration (environment)"]
+    {
+        assert!(out.lines().any(|l| l == section), "section {section:?} missing:\n{out}");
+    }
+    assert!(out.contains(&format!("version: {}", env!("CARGO_PKG_VERSION"))), "{out}");
+    assert!(out.contains("cores "), "topology summary missing:\n{out}");
+    assert!(out.contains("  version: 1."), "libfabric version missing:\n{out}");
+    assert!(out.contains("usable providers (FI_EP_RDM + FI_TAGGED)"), "{out}");
+    assert!(out.contains("backend selected here: singleton"), "{out}");
+    for k in weft::KEYS {
+        let line = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(k.name))
+            .unwrap_or_else(|| panic!("{} missing:\n{out}", k.name));
+        assert!(line.contains(k.default), "{line}");
+    }
+    // A set value shows up.
+    let o = run(&[("WEFT_EAGER_LIMIT", "4096"), ("WEFT_BIND", "none")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    let line = out.lines().find(|l| l.trim_start().starts_with("WEFT_EAGER_LIMIT")).unwrap();
+    assert_eq!(line.split_whitespace().nth(1), Some("4096"), "{line}");
+    assert!(out.contains("WEFT_BIND=none: no binding"), "{out}");
+}
+
+#[test]
+fn bad_setting_fails_naming_the_key() {
+    let o = run(&[("WEFT_BIND", "bogus")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{out}");
+    assert!(err.contains("WEFT_BIND") && err.contains("bogus"), "stderr: {err}");
+    // An unknown key too.
+    let o = run(&[("WEFT_EAGR_LIMIT", "5")]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("WEFT_EAGR_LIMIT"));
+}
