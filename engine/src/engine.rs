@@ -24,6 +24,8 @@ const ROUTE_SELF: u8 = u8::MAX;
 const ROUTE_NONE: u8 = u8::MAX - 1;
 /// Longest `finalize` waits for queued messages to leave.
 const FINALIZE_FLUSH: Duration = Duration::from_secs(2);
+/// Longest `finalize` tries to hand one goodbye to a transport.
+const BYE_GRACE: Duration = Duration::from_millis(20);
 /// RTS payload: sender request id (8 bytes) + remote key.
 const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
 
@@ -897,15 +899,28 @@ impl Engine {
         // Bounded: a peer that already exited may never accept another message.
         let deadline = Instant::now() + FINALIZE_FLUSH;
         self.flush_until(deadline);
+        // Absorb goodbyes that already arrived: no need to answer a peer that has left.
+        for _ in 0..16 {
+            self.progress();
+        }
+        // The goodbye is best effort and never queued: a peer that cannot take it within a
+        // short grace period has left or failed, and waiting would only delay our exit.
+        let hdr = Header { class: class::BYE, ..Header::default() };
         for w in 0..self.core.route.len() as u32 {
             let t = self.core.route[w as usize] as usize;
-            if t < self.transports.len() && !self.core.failed.is_failed(w) && !self.core.failed.departed(w) {
-                let hdr = Header { class: class::BYE, ..Header::default() };
-                let out = Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None };
-                self.send_or_queue(t, w, out);
+            if t >= self.transports.len() || self.core.failed.is_failed(w) || self.core.failed.departed(w) {
+                continue;
+            }
+            let grace = Instant::now() + BYE_GRACE;
+            loop {
+                match self.transports[t].try_send(w, &hdr, &[]) {
+                    Ok(false) if Instant::now() < grace => {
+                        self.progress();
+                    }
+                    _ => break,
+                }
             }
         }
-        self.flush_until(deadline);
     }
 
     /// Progress until no message waits for transport space, or until `deadline`.
