@@ -1,6 +1,7 @@
 //! Bad-input scenario, run by `tests/errors.rs`: every misuse returns a typed error with a
 //! clear message, nothing panics, and the engine stays usable afterwards.
-//! With `--expect-config-error`, `init` must fail with a configuration error.
+//! With `--expect-config-error`, `init` must fail with a configuration error; with
+//! `--expect-init-error TEXT`, with an error whose message contains TEXT.
 
 use weft::{EngineError, Error, ANY_TAG};
 
@@ -25,6 +26,18 @@ fn main() {
             }
             Err(e) => fail(format!("expected a config error, got {e}")),
             Ok(_) => fail("expected a config error, init succeeded".into()),
+        }
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--expect-init-error") {
+        let want = args.get(i + 1).map(String::as_str).unwrap_or("");
+        match weft::init() {
+            Err(e) if e.to_string().contains(want) => {
+                println!("bad_input: init error: {e}");
+                return;
+            }
+            Err(e) => fail(format!("expected an init error containing {want:?}, got {e}")),
+            Ok(_) => fail("expected an init error, init succeeded".into()),
         }
     }
     let w = weft::init().unwrap_or_else(|e| fail(format!("init: {e}")));

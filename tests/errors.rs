@@ -26,3 +26,21 @@ fn unknown_config_value_is_a_typed_error() {
         assert!(so.contains(&format!("configuration: {k}=")), "{so}");
     }
 }
+
+#[test]
+fn unknown_libfabric_provider_is_a_clear_error() {
+    let out = weft_job_on(
+        2,
+        &["--nodes", "2"],
+        &example("bad_input"),
+        &["--expect-init-error", "unknown libfabric provider \"bogus\"; available providers:"],
+        &[("WEFT_FI_PROVIDER", "bogus")],
+        30,
+    );
+    let (so, se) = text(&out);
+    // The ranks joined the job and left without finalize: weft-run reports them, which is
+    // right; what matters is that each rank got the typed, explicit error.
+    assert_eq!(so.matches("bad_input: init error:").count(), 2, "stdout:\n{so}\nstderr:\n{se}");
+    assert!(so.contains("tcp;ofi_rxm"), "the message lists what is available: {so}");
+    assert!(!se.contains("panicked"), "{se}");
+}
