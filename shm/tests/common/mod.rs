@@ -1,171 +1,30 @@
-//! Multi-process harness shared by the integration tests and the ping-pong benchmark.
-//!
-//! The parent re-executes the current binary with `WEFT_SHM_ROLE=<role>`, `WEFT_SHM_RANK`,
-//! `WEFT_SHM_N` and `WEFT_SHM_DIR` set; children exchange business cards through files in
-//! that directory (write + rename, so a reader never sees a partial card). Every wait has a
-//! deadline; the parent's watchdog kills all children and fails after a timeout.
-#![allow(dead_code)]
+//! Multi-process harness of the shared-memory transport, shared by the integration tests and
+//! the ping-pong benchmark. The transport-independent part (re-executed children, card files,
+//! deadlines, watchdog) is `weft-testkit`; this module binds it to the `WEFT_SHM_*` variables
+//! (`WEFT_SHM_ROLE`, `WEFT_SHM_RANK`, `WEFT_SHM_N`, `WEFT_SHM_DIR`) with a 20 s deadline,
+//! and adds what needs `ShmTransport`: bootstrap and the ping-pong.
+// Each target (test, bench) uses a different subset of the helpers.
+#![allow(dead_code, unused_imports)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use weft_engine::transport::{Header, Transport};
 use weft_shm::{ShmConfig, ShmTransport};
+use weft_testkit::Harness;
+pub use weft_testkit::{kill_all, mono_ns, pin, put_file, wait_all, ChildEnv};
 
-pub const ROLE_VAR: &str = "WEFT_SHM_ROLE";
+/// The shm tests' harness: `WEFT_SHM_*` variables; every child-side wait gives up after 20 s.
+pub const H: Harness = Harness::new("WEFT_SHM").with_deadline(Duration::from_secs(20));
 
-/// A child's identity, from its environment.
-pub struct ChildEnv {
-    pub role: String,
-    pub rank: u32,
-    pub n: u32,
-    pub dir: PathBuf,
-}
-
-/// `Some` when this process is a child started by [`spawn`].
-pub fn child_env() -> Option<ChildEnv> {
-    let role = std::env::var(ROLE_VAR).ok()?;
-    let get = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} missing"));
-    Some(ChildEnv {
-        role,
-        rank: get("WEFT_SHM_RANK").parse().unwrap(),
-        n: get("WEFT_SHM_N").parse().unwrap(),
-        dir: PathBuf::from(get("WEFT_SHM_DIR")),
-    })
-}
-
-/// A fresh scratch directory.
-pub fn scratch_dir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let d = std::env::temp_dir().join(format!("weft-shm-{tag}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Start `n` children running `role`; `args` are passed to the re-executed binary (for a
-/// libtest binary: the test name, `--exact`, `--nocapture`).
-pub fn spawn(role: &str, n: u32, dir: &Path, args: &[&str]) -> Vec<Child> {
-    let exe = std::env::current_exe().unwrap();
-    (0..n)
-        .map(|rank| {
-            Command::new(&exe)
-                .args(args)
-                .env(ROLE_VAR, role)
-                .env("WEFT_SHM_RANK", rank.to_string())
-                .env("WEFT_SHM_N", n.to_string())
-                .env("WEFT_SHM_DIR", dir)
-                // The child's libtest summary would read as extra test results; its
-                // diagnostics go to stderr, which is inherited.
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("spawn child")
-        })
-        .collect()
-}
-
-/// Wait for every child with a watchdog: on timeout, kill them all and panic. Children in
-/// `killed` are expected to die by SIGKILL; all others must exit with status 0.
-pub fn wait_all(children: &mut [Child], timeout: Duration, killed: &[usize]) {
-    let t0 = Instant::now();
-    let mut done = vec![false; children.len()];
-    while done.iter().any(|d| !d) {
-        for (i, c) in children.iter_mut().enumerate() {
-            if done[i] {
-                continue;
-            }
-            if let Some(st) = c.try_wait().unwrap() {
-                done[i] = true;
-                if !killed.contains(&i) && !st.success() {
-                    kill_all(children);
-                    panic!("child {i} failed: {st}");
-                }
-            }
-        }
-        if t0.elapsed() > timeout {
-            kill_all(children);
-            panic!("watchdog: children still running after {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-pub fn kill_all(children: &mut [Child]) {
-    for c in children.iter_mut() {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-}
-
-/// Monotonic clock in ns (CLOCK_MONOTONIC is system-wide, so comparable across processes).
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Write `bytes` to `dir/name` atomically.
-pub fn put_file(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, bytes).unwrap();
-    std::fs::rename(&tmp, dir.join(name)).unwrap();
-}
-
-/// Wait (deadline 20 s) for `dir/name` and read it.
-pub fn get_file(dir: &Path, name: &str) -> Vec<u8> {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(b) = std::fs::read(dir.join(name)) {
-            return b;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(20), "timeout waiting for {name}");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
+// child_env, scratch_dir, spawn, get_file, barrier, send_blocking.
+weft_testkit::harness_fns!(H);
 
 /// Create the transport, publish the card, read all cards, connect.
 pub fn bootstrap(c: &ChildEnv, cfg: &ShmConfig) -> ShmTransport {
     let peers: Vec<u32> = (0..c.n).collect();
     let mut t = ShmTransport::create(c.rank, &peers, cfg).unwrap();
-    put_file(&c.dir, &format!("card.{}", c.rank), &t.card());
-    let cards: Vec<(u32, Vec<u8>)> = (0..c.n).map(|r| (r, get_file(&c.dir, &format!("card.{r}")))).collect();
-    t.connect(&cards).unwrap();
+    t.connect(&H.exchange(c, "card", &t.card())).unwrap();
     t
-}
-
-/// File-based barrier among the children (named `tag`).
-pub fn barrier(c: &ChildEnv, tag: &str) {
-    put_file(&c.dir, &format!("{tag}.{}", c.rank), b"");
-    for r in 0..c.n {
-        get_file(&c.dir, &format!("{tag}.{r}"));
-    }
-}
-
-/// Send with retry, polling our own inbound rings meanwhile (so that two ranks sending to each
-/// other with full rings cannot deadlock); received messages go to `sink`.
-pub fn send_blocking(
-    t: &mut ShmTransport,
-    peer: u32,
-    h: &Header,
-    payload: &[u8],
-    sink: &mut dyn FnMut(u32, &Header, &[u8]),
-) {
-    let t0 = Instant::now();
-    while !t.try_send(peer, h, payload).unwrap() {
-        t.poll(64, sink);
-        assert!(t0.elapsed() < Duration::from_secs(20), "send to {peer} stuck");
-    }
-}
-
-/// Pin the calling thread to `cpu`.
-pub fn pin(cpu: usize) -> bool {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
 }
 
 /// Ping-pong role: rank 0 and 1 pinned to cores 0 and 1, `iters` round trips of an 8-byte
