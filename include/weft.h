@@ -25,6 +25,15 @@
 // Largest user tag.
 #define WEFT_MAX_TAG ((1 << 30) - 1)
 
+// Error scope: only operations that involve a failed process report it (default).
+#define WEFT_SCOPE_LOCAL 0
+
+// Error scope: any failure of a member raises errors on the communicator until acknowledged.
+#define WEFT_SCOPE_GROUP 1
+
+// Error scope: any failure in the job raises errors on the communicator until acknowledged.
+#define WEFT_SCOPE_UNIVERSE 2
+
 // Error codes. Each engine/facade error variant has exactly one code; `WEFT_ERR_ARG` also
 // covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED` and
 // `WEFT_ERR_INTERNAL` (a caught panic) exist only in the C ABI.
@@ -255,6 +264,62 @@ const char *weft_error_string(int code);
 // The detailed message of the last failed call in this thread ("" if none). Valid until the
 // next failing weft call in this thread.
 const char *weft_last_error(void);
+
+// Revoke `c` at every live member; returns at once.
+int weft_comm_revoke(weft_comm c);
+
+// `*flag` = 1 if `c` was revoked, else 0.
+//
+// # Safety
+// `flag` must be NULL or valid for writes.
+int weft_comm_is_revoked(weft_comm c, int *flag);
+
+// Fault-tolerant agreement: `*flag` in: this member's contribution; out: the AND over the
+// live members. Returns `WEFT_ERR_PROC_FAILED` at every member alike when a member failed and
+// not every member acknowledged it (`*flag` is set then too). Works on a revoked communicator.
+//
+// # Safety
+// `flag` must be valid for reads and writes.
+int weft_comm_agree(weft_comm c, uint64_t *flag);
+
+// Non-blocking agreement: `*flag` is read now and written with the agreed AND when `*req`
+// completes (`weft_wait` / `weft_test`).
+//
+// # Safety
+// `flag` must stay valid for reads and writes until the request completes; `req` valid for
+// writes.
+int weft_comm_iagree(weft_comm c, uint64_t *flag, weft_request *req);
+
+// Shrink `c`: `*newcomm` = a new communicator of the live members, in rank order (agreed
+// failed set and context id). Works on a revoked communicator.
+//
+// # Safety
+// `newcomm` must be valid for writes.
+int weft_comm_shrink(weft_comm c, weft_comm *newcomm);
+
+// Non-blocking shrink: `*newcomm` is written when `*req` completes (until then it is
+// `WEFT_COMM_NULL`). Several may be in flight on different communicators.
+//
+// # Safety
+// `newcomm` must stay valid for writes until the request completes; `req` valid for writes.
+int weft_comm_ishrink(weft_comm c, weft_comm *newcomm, weft_request *req);
+
+// Older ULFM spec: acknowledge every failure known now on `c`.
+int weft_comm_failure_ack(weft_comm c);
+
+// Older ULFM spec: ranks of `c` whose failure was acknowledged: up to `cap` written to
+// `ranks`, `*n` = how many in all.
+//
+// # Safety
+// `ranks` must be valid for `cap` writes (or NULL with `cap == 0`); `n` valid for writes.
+int weft_comm_failure_get_acked(weft_comm c, int *ranks, size_t cap, size_t *n);
+
+// Set the error scope of `c`: `WEFT_SCOPE_LOCAL`, `WEFT_SCOPE_GROUP` or `WEFT_SCOPE_UNIVERSE`.
+int weft_comm_set_error_scope(weft_comm c, int scope);
+
+// Uniform mode on `c` (`on` ≠ 0): covered collectives (now: `weft_barrier`) are followed by an
+// implicit agreement so every member returns the same outcome.
+int weft_comm_set_uniform(weft_comm c, int on);
 
 #ifdef __cplusplus
 }  // extern "C"

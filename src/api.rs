@@ -25,13 +25,14 @@ pub(crate) struct Inner {
     rt: SharedRuntime,
     cfg: Config,
     finalized: Cell<bool>,
+    pub(crate) ft: weft_ft::Ft,
 }
 
 /// An initialised weft instance: the progress engine, its transports and the runtime.
 ///
 /// Not `Send`: one thread drives the engine.
 pub struct Weft {
-    inner: Rc<Inner>,
+    pub(crate) inner: Rc<Inner>,
 }
 
 /// Initialise weft from the environment: reads `WEFT_*` settings, bootstraps through
@@ -63,9 +64,10 @@ pub fn init_with(cfg: Config) -> Result<Weft> {
     }
     let res = (|| {
         let rt: SharedRuntime = Rc::new(RefCell::new(weft_pmix::from_env()?));
-        let engine = crate::init::wire(&cfg, rt.clone())?;
+        let mut engine = crate::init::wire(&cfg, rt.clone())?;
+        let ft = crate::ft::install(&cfg, &rt, &mut engine)?;
         Ok(Weft {
-            inner: Rc::new(Inner { engine: RefCell::new(engine), rt, cfg, finalized: Cell::new(false) }),
+            inner: Rc::new(Inner { engine: RefCell::new(engine), rt, cfg, finalized: Cell::new(false), ft }),
         })
     })();
     if res.is_err() {
@@ -185,8 +187,8 @@ impl Drop for Weft {
 /// A communicator handle. Cheap to clone; all clones name the same communicator.
 #[derive(Clone)]
 pub struct Comm {
-    inner: Rc<Inner>,
-    id: CommId,
+    pub(crate) inner: Rc<Inner>,
+    pub(crate) id: CommId,
 }
 
 impl Comm {
@@ -227,7 +229,7 @@ impl Comm {
         Ok(self.eng().recv(self.id, buf, src, tag)?)
     }
 
-    fn same_instance(&self, s: &Scope<'_, '_>) -> Result<()> {
+    pub(crate) fn same_instance(&self, s: &Scope<'_, '_>) -> Result<()> {
         if std::ptr::eq(Rc::as_ptr(&self.inner), s.inner as *const Inner) {
             Ok(())
         } else {
@@ -277,7 +279,8 @@ impl Comm {
 
     /// Block until every member has entered the barrier.
     pub fn barrier(&self) -> Result<()> {
-        Ok(self.eng().barrier(self.id)?)
+        let r = self.eng().barrier(self.id);
+        crate::ft::uniform_after(self, r) // FT hook: uniform mode (src/ft.rs)
     }
 
     /// Duplicate the communicator (collective).
@@ -318,7 +321,7 @@ pub struct Scope<'scope, 'env: 'scope> {
 }
 
 impl<'scope> Scope<'scope, '_> {
-    fn register(&'scope self, id: ReqId) -> Request<'scope> {
+    pub(crate) fn register(&'scope self, id: ReqId) -> Request<'scope> {
         let mut live = self.live.borrow_mut();
         if live.len() >= 1024 && live.len().is_power_of_two() {
             let e = self.inner.engine.borrow();

@@ -26,6 +26,9 @@ use weft_engine::{CommId, Engine, ReqId, Status};
 
 use crate::{EngineError, Error, Weft};
 
+mod ft;
+pub use ft::*;
+
 /// Communicator handle.
 pub type weft_comm = u64;
 /// Request handle.
@@ -553,7 +556,15 @@ pub unsafe extern "C" fn weft_comm_ack_failed(c: weft_comm, n: *mut usize) -> c_
 /// Block until every member of `c` has entered the barrier.
 #[no_mangle]
 pub extern "C" fn weft_barrier(c: weft_comm) -> c_int {
-    guard(|| with_engine(|e, _| Ok(e.barrier(comm(c))?)))
+    guard(|| {
+        with_state(|s| {
+            let ft = s.weft.inner.ft.clone(); // FT hook: uniform mode (src/capi/ft.rs)
+            s.weft.with_engine(|e| {
+                let r = e.barrier(comm(c));
+                Ok(ft::uniform_after(e, &ft, comm(c), r)?)
+            })
+        })
+    })
 }
 
 // ---------------------------------------------------------------------------- point to point

@@ -28,6 +28,8 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_FI_PROVIDER", default: "auto", help: "libfabric provider for inter-node traffic (auto = best RDM provider: verbs;ofi_rxm, cxi, efa, ..., tcp;ofi_rxm)" },
     Key { name: "WEFT_FI_DOMAIN", default: "auto", help: "libfabric domain (NIC / interface) to use, e.g. mlx5_0 or lo; auto = the provider's first" },
     Key { name: "WEFT_BIND", default: "core", help: "process binding: core (one core per local rank) | numa (the NUMA node of that core) | none" },
+    Key { name: "WEFT_FT_HB_PERIOD", default: "off", help: "heartbeat failure detector (observation ring): period in ms between heartbeats; off = detector disabled" },
+    Key { name: "WEFT_FT_HB_TIMEOUT", default: "auto", help: "heartbeat detector: silence in ms after which the observed rank is declared failed (auto = 3 periods)" },
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
@@ -60,6 +62,10 @@ pub struct Config {
     pub fi_domain: Option<String>,
     /// `WEFT_BIND`.
     pub bind: Bind,
+    /// `WEFT_FT_HB_PERIOD` in ms (`None` = detector off).
+    pub ft_hb_period_ms: Option<u64>,
+    /// `WEFT_FT_HB_TIMEOUT` in ms (`None` = three periods).
+    pub ft_hb_timeout_ms: Option<u64>,
 }
 
 /// Process binding policy (`WEFT_BIND`).
@@ -138,6 +144,18 @@ impl Config {
                         _ => return Err(bad(&k, &v, "expected core, numa or none")),
                     }
                 }
+                "WEFT_FT_HB_PERIOD" => {
+                    c.ft_hb_period_ms = match v.trim() {
+                        "off" | "" => None,
+                        _ => Some(parse_num(&k, &v, 1u64)?),
+                    }
+                }
+                "WEFT_FT_HB_TIMEOUT" => {
+                    c.ft_hb_timeout_ms = match v.trim() {
+                        "auto" | "" => None,
+                        _ => Some(parse_num(&k, &v, 1u64)?),
+                    }
+                }
                 _ => return Err(bad(&k, &v, "unknown configuration key (see `weft-info` for the list)")),
             }
         }
@@ -171,6 +189,8 @@ impl Config {
                 Bind::Numa => "numa".into(),
                 Bind::None => "none".into(),
             },
+            "WEFT_FT_HB_PERIOD" => self.ft_hb_period_ms.map_or_else(|| "off".into(), |v| v.to_string()),
+            "WEFT_FT_HB_TIMEOUT" => self.ft_hb_timeout_ms.map_or_else(|| "auto".into(), |v| v.to_string()),
             _ => return None,
         })
     }
@@ -189,6 +209,8 @@ impl Default for Config {
             fi_provider: None,
             fi_domain: None,
             bind: Bind::Core,
+            ft_hb_period_ms: None,
+            ft_hb_timeout_ms: None,
         }
     }
 }

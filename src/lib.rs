@@ -23,13 +23,16 @@ mod api;
 pub mod capi;
 mod config;
 mod error;
+mod ft;
 mod init;
 mod topology;
 
 pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scope, Weft};
 pub use config::{Bind, Config, Key, ProgressMode, KEYS};
 pub use error::{EngineError, Error};
+pub use ft::{FtStats, ShrinkRequest};
 pub use topology::{bind_self, Nic, NumaNode, Topology};
+pub use weft_engine::ErrScope;
 pub use weft_engine::{Status, ANY_SOURCE, ANY_TAG, MAX_TAG, UNDEFINED};
 
 /// Result of a weft call.

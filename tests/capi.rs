@@ -25,6 +25,7 @@ fn generate_header() -> String {
     cbindgen::Builder::new()
         .with_config(cfg)
         .with_src(root().join("src/capi.rs"))
+        .with_src(root().join("src/capi/ft.rs")) // FT section of the C ABI
         .generate()
         .expect("cbindgen failed on src/capi.rs")
         .write(&mut out);

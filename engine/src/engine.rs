@@ -72,6 +72,8 @@ pub struct Stats {
     pub unexpected: u64,
     /// Malformed messages dropped.
     pub malformed: u64,
+    /// Messages dropped because their sender had been declared failed.
+    pub dropped_from_failed: u64,
     /// Last malformed message seen, if any.
     pub last_malformed: Option<Error>,
 }
@@ -1190,13 +1192,26 @@ impl Core {
             }
             class::FIN => self.on_fin(peer, h),
             class::BYE => self.failed.depart(peer),
-            c if c >= class::FIRST_FREE => self.ctrl_inbox.push((peer, *h, payload.to_vec())),
+            c if c >= class::FIRST_FREE => {
+                if self.failed.is_failed(peer) {
+                    self.stats.dropped_from_failed += 1;
+                } else {
+                    self.ctrl_inbox.push((peer, *h, payload.to_vec()))
+                }
+            }
             _ => self.malformed(peer, "unknown message class"),
         }
     }
 
     #[inline]
     fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) {
+        // A process declared failed is failed for good (fail-stop): whatever it sends after
+        // the declaration — a frozen process that resumes — is dropped. What it sent before
+        // was drained before the declaration (see `slow_path`).
+        if self.failed.is_failed(peer) {
+            self.stats.dropped_from_failed += 1;
+            return;
+        }
         let Some(qs) = self.q.ctx(h.ctx) else {
             return self.malformed(peer, "context id out of range");
         };

@@ -303,6 +303,18 @@ impl Engine {
         self.install_comm(ctx, rank, world_of)
     }
 
+    /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
+    pub fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
+        self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)
+    }
+
+    /// Ranks of `c` whose failure `c` has acknowledged (ULFM's older `get_acked`).
+    pub fn get_acked(&self, c: CommId) -> Result<Vec<u32>> {
+        let comm = self.core.comms.get(c)?;
+        let n = comm.acked.min(self.core.failed.list.len());
+        Ok(self.core.failed.list[..n].iter().filter_map(|&w| comm.rank_of_world(w)).collect())
+    }
+
     /// This process's next free context id (what it contributes to a context agreement).
     pub fn next_ctx(&self) -> u32 {
         self.core.next_ctx

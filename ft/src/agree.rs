@@ -1,0 +1,776 @@
+//! Early Returning Agreement (ERA, seed 004): fault-tolerant agreement on a [`Value`] —
+//! the AND of a flag word, the union of failed ranks, the intersection of acknowledged
+//! failures and the max of a context id — over a reduction tree with re-parenting.
+//!
+//! ## Algorithm
+//! A static tree ([`Tree`]: flat binary, or hierarchical bin/bin over nodes) is fixed for the
+//! communicator. In a member's *view* (the failures it knows), its parent is its nearest live
+//! static ancestor; a member whose static ancestors are all dead is an *orphan top*, and the
+//! first live member in the tree's order (ancestors come before descendants) is the root,
+//! which adopts every other orphan top. Children are the inverse: live static children, and in
+//! place of a dead child, that child's live children (recursively).
+//!
+//! - **Up**: a member that has its own contribution and a report from every child in its
+//!   view sends the merged value up (again whenever it learned something new: reports are
+//!   idempotent — AND, union, intersection and max absorb duplicates). The root instead
+//!   **decides**.
+//! - **Decide**: the decision floods the tree: a member that decides (or learns the decision)
+//!   sends it to its parent and children except the one it came from, and returns at once
+//!   (early return). It keeps the decision: a later `Up` (from a member re-parented to it
+//!   after a failure) is answered with the decision, and when its own parent changes it sends
+//!   the decision to the new parent.
+//! - **Failures**: parents and children are recomputed; undecided members re-send up once
+//!   complete in the new view; the root may die — the next member in tree order takes over.
+//!
+//! ## Invariants
+//! - A member's parent changes only when that parent dies, so a child's report to a live
+//!   parent stays valid; the decision can enter a subtree only through its top, and every
+//!   live member holding a decision forwards it to its new parent, so a new root cannot
+//!   complete (it waits for every orphan top) without hearing of an earlier decision held by
+//!   a live member: all live members decide the same value (uniformity).
+//! - Failure free: n−1 `Up` and n−1 `Decide` messages, depth ⌈log₂ n⌉ each way.
+//! - Validity: the flag is the AND over every live member's contribution (contributions of
+//!   members that died may or may not be included).
+//! - Termination: every failure is eventually known to every live member (fail-stop with a
+//!   complete detector), after which the tree is stable and the protocol completes.
+//!
+//! The outcome is uniform: [`Value::outcome`] reports `Err` (ULFM `ProcFailed`) exactly when
+//! the agreed failed set holds ranks not acknowledged by every contributor.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// The agreed value. Rank lists are sorted and free of duplicates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Value {
+    /// Flag word, combined with AND.
+    pub flag: u64,
+    /// Context id proposal, combined with max (shrink).
+    pub ctx: u32,
+    /// Failed ranks, combined with union.
+    pub failed: Vec<u32>,
+    /// Failures acknowledged by every contributor, combined with intersection; `None` is the
+    /// neutral element ("everything").
+    pub acked: Option<Vec<u32>>,
+}
+
+fn union(a: &mut Vec<u32>, b: &[u32]) -> bool {
+    let before = a.len();
+    for &x in b {
+        if let Err(i) = a.binary_search(&x) {
+            a.insert(i, x);
+        }
+    }
+    a.len() != before
+}
+
+impl Value {
+    /// A contribution: `flag`, context proposal `ctx`, known failed and acknowledged ranks.
+    pub fn new(flag: u64, ctx: u32, failed: &[u32], acked: &[u32]) -> Value {
+        let mut f = failed.to_vec();
+        f.sort_unstable();
+        f.dedup();
+        let mut a = acked.to_vec();
+        a.sort_unstable();
+        a.dedup();
+        Value { flag, ctx, failed: f, acked: Some(a) }
+    }
+
+    /// The neutral element of [`Value::merge`].
+    pub fn identity() -> Value {
+        Value { flag: u64::MAX, ctx: 0, failed: Vec::new(), acked: None }
+    }
+
+    /// Rank lists sorted without duplicates (what decoding requires).
+    pub fn is_canonical(&self) -> bool {
+        let ok = |l: &[u32]| l.windows(2).all(|w| w[0] < w[1]);
+        ok(&self.failed) && self.acked.as_deref().is_none_or(ok)
+    }
+
+    /// Combine `o` into `self`; returns true if `self` changed.
+    pub fn merge(&mut self, o: &Value) -> bool {
+        let mut changed = false;
+        let f = self.flag & o.flag;
+        changed |= f != self.flag;
+        self.flag = f;
+        if o.ctx > self.ctx {
+            self.ctx = o.ctx;
+            changed = true;
+        }
+        changed |= union(&mut self.failed, &o.failed);
+        if let Some(oa) = &o.acked {
+            match &mut self.acked {
+                None => {
+                    self.acked = Some(oa.clone());
+                    changed = true;
+                }
+                Some(a) => {
+                    let before = a.len();
+                    a.retain(|x| oa.binary_search(x).is_ok());
+                    changed |= a.len() != before;
+                }
+            }
+        }
+        changed
+    }
+
+    /// The uniform result of an agreement on this decision: `Ok(flag)`, or `Err((flag,
+    /// ranks))` when failed ranks are not acknowledged by every contributor (ULFM reports
+    /// `ProcFailed` then; the flag is still the agreed one).
+    pub fn outcome(&self) -> Result<u64, (u64, Vec<u32>)> {
+        let unacked: Vec<u32> = self
+            .failed
+            .iter()
+            .copied()
+            .filter(|r| self.acked.as_ref().is_some_and(|a| a.binary_search(r).is_err()))
+            .collect();
+        if unacked.is_empty() {
+            Ok(self.flag)
+        } else {
+            Err((self.flag, unacked))
+        }
+    }
+}
+
+/// Agreement messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Msg {
+    /// A subtree's merged contribution, child → parent.
+    Up(Value),
+    /// The decision.
+    Decide(Value),
+}
+
+/// What the agreement asks its driver to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send `msg` to rank `to`.
+    Send { to: u32, msg: Msg },
+    /// The local member decided (emitted once): return to the caller.
+    Decided(Value),
+}
+
+/// A static reduction tree over ranks `0..n`.
+#[derive(Clone, Debug)]
+pub enum Tree {
+    /// Binary heap order: parent of `i` is `(i−1)/2`; the order is the rank order.
+    Binary { n: u32 },
+    /// Any tree given explicitly (hierarchical bin/bin).
+    Explicit(Arc<Explicit>),
+}
+
+/// An explicit tree: parents, children and an order in which ancestors precede descendants.
+#[derive(Clone, Debug)]
+pub struct Explicit {
+    parent: Vec<u32>,
+    children: Vec<Vec<u32>>,
+    order: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+fn bin_positions(members: &[u32], parent: &mut [u32], children: &mut [Vec<u32>]) {
+    for i in 1..members.len() {
+        let p = members[(i - 1) / 2];
+        parent[members[i] as usize] = p;
+        children[p as usize].push(members[i]);
+    }
+}
+
+impl Tree {
+    /// Flat binary tree over `n` ranks.
+    pub fn binary(n: u32) -> Tree {
+        Tree::Binary { n }
+    }
+
+    /// Hierarchical bin/bin tree: `node_of[r]` is rank `r`'s node. The first rank of each
+    /// node is its leader; leaders form a binary tree (in order of first appearance), and each
+    /// node's ranks a binary tree under their leader. With one node (or one rank per node)
+    /// this is a binary tree.
+    pub fn bin_bin(node_of: &[u32]) -> Tree {
+        let n = node_of.len();
+        let mut nodes: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (r, &nd) in node_of.iter().enumerate() {
+            match nodes.iter_mut().find(|x| x.0 == nd) {
+                Some(x) => x.1.push(r as u32),
+                None => nodes.push((nd, vec![r as u32])),
+            }
+        }
+        let mut parent = vec![NONE; n];
+        let mut children = vec![Vec::new(); n];
+        let leaders: Vec<u32> = nodes.iter().map(|x| x.1[0]).collect();
+        bin_positions(&leaders, &mut parent, &mut children);
+        for (_, members) in &nodes {
+            bin_positions(members, &mut parent, &mut children);
+        }
+        // Breadth-first order from the root: ancestors before descendants.
+        let mut order = Vec::with_capacity(n);
+        if n > 0 {
+            order.push(leaders[0]);
+            let mut i = 0;
+            while i < order.len() {
+                let x = order[i] as usize;
+                order.extend_from_slice(&children[x]);
+                i += 1;
+            }
+        }
+        Tree::Explicit(Arc::new(Explicit { parent, children, order }))
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> u32 {
+        match self {
+            Tree::Binary { n } => *n,
+            Tree::Explicit(t) => t.parent.len() as u32,
+        }
+    }
+
+    fn parent(&self, x: u32) -> Option<u32> {
+        match self {
+            Tree::Binary { .. } => (x > 0).then(|| (x - 1) / 2),
+            Tree::Explicit(t) => Some(t.parent[x as usize]).filter(|&p| p != NONE),
+        }
+    }
+
+    fn children(&self, x: u32, out: &mut Vec<u32>) {
+        match self {
+            Tree::Binary { n } => {
+                for c in [2 * x as u64 + 1, 2 * x as u64 + 2] {
+                    if c < *n as u64 {
+                        out.push(c as u32);
+                    }
+                }
+            }
+            Tree::Explicit(t) => out.extend_from_slice(&t.children[x as usize]),
+        }
+    }
+
+    fn static_root(&self) -> u32 {
+        match self {
+            Tree::Binary { .. } => 0,
+            Tree::Explicit(t) => t.order.first().copied().unwrap_or(0),
+        }
+    }
+
+    /// First rank in tree order not in `failed`.
+    fn first_live(&self, failed: &HashSet<u32>) -> Option<u32> {
+        match self {
+            Tree::Binary { n } => (0..*n).find(|r| !failed.contains(r)),
+            Tree::Explicit(t) => t.order.iter().copied().find(|r| !failed.contains(r)),
+        }
+    }
+
+    /// Parent of `x` in the view `failed` (`None`: `x` is the root).
+    pub fn live_parent(&self, x: u32, failed: &HashSet<u32>) -> Option<u32> {
+        let mut a = self.parent(x);
+        while let Some(p) = a {
+            if !failed.contains(&p) {
+                return Some(p);
+            }
+            a = self.parent(p);
+        }
+        match self.first_live(failed) {
+            Some(r) if r != x => Some(r),
+            _ => None,
+        }
+    }
+
+    fn expand(&self, x: u32, failed: &HashSet<u32>, out: &mut Vec<u32>) {
+        let mut st = Vec::new();
+        self.children(x, &mut st);
+        while let Some(c) = st.pop() {
+            if failed.contains(&c) {
+                self.children(c, &mut st);
+            } else {
+                out.push(c);
+            }
+        }
+    }
+
+    /// Children of `x` in the view `failed` (sorted).
+    pub fn live_children(&self, x: u32, failed: &HashSet<u32>) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.expand(x, failed, &mut out);
+        let root = self.static_root();
+        if root != x && failed.contains(&root) && self.first_live(failed) == Some(x) {
+            // The root adopts the other orphan tops.
+            let mut tops = Vec::new();
+            self.expand(root, failed, &mut tops);
+            out.extend(tops.into_iter().filter(|&t| t != x));
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// One member's state in one agreement instance.
+#[derive(Clone, Debug)]
+pub struct Era {
+    tree: Tree,
+    me: u32,
+    failed: HashSet<u32>,
+    mine: bool,
+    acc: Value,
+    /// Version of `acc` (bumped when it changes), and what was last sent up: (parent, version).
+    version: u64,
+    sent_up: Option<(u32, u64)>,
+    reported: HashSet<u32>,
+    /// Members that sent us `Up` (they wait for the decision from us).
+    up_senders: HashSet<u32>,
+    decided: Option<Value>,
+    /// Where the decision was sent (or came from).
+    dec_sent: HashSet<u32>,
+    parent: Option<u32>,
+    children: Vec<u32>,
+}
+
+impl Era {
+    /// Member `me` of tree `tree`, knowing the failed ranks `failed`. It may receive messages
+    /// before [`Era::start`] (a peer started first); it does not report up before it.
+    pub fn new(tree: Tree, me: u32, failed: &[u32]) -> Era {
+        let failed: HashSet<u32> = failed.iter().copied().filter(|&r| r != me).collect();
+        let parent = tree.live_parent(me, &failed);
+        let children = tree.live_children(me, &failed);
+        Era {
+            tree,
+            me,
+            failed,
+            mine: false,
+            acc: Value::identity(),
+            version: 0,
+            sent_up: None,
+            reported: HashSet::new(),
+            up_senders: HashSet::new(),
+            decided: None,
+            dec_sent: HashSet::new(),
+            parent,
+            children,
+        }
+    }
+
+    /// The decision, once known (kept to answer late requests).
+    pub fn decision(&self) -> Option<&Value> {
+        self.decided.as_ref()
+    }
+
+    /// Current parent in this member's view (`None`: root).
+    pub fn parent(&self) -> Option<u32> {
+        self.parent
+    }
+
+    /// Current children in this member's view.
+    pub fn children(&self) -> &[u32] {
+        &self.children
+    }
+
+    /// The local member contributes `v` (its failed set is merged in).
+    pub fn start(&mut self, mut v: Value) -> Vec<Action> {
+        let mut out = Vec::new();
+        if self.mine {
+            return out;
+        }
+        self.mine = true;
+        let f: Vec<u32> = self.failed.iter().copied().collect();
+        v.merge(&Value {
+            failed: {
+                let mut f = f;
+                f.sort_unstable();
+                f
+            },
+            ..Value::identity()
+        });
+        if self.acc.merge(&v) {
+            self.version += 1;
+        }
+        if let Some(d) = self.decided.clone() {
+            // Decided before we even started (a peer told us): return at once.
+            out.push(Action::Decided(d));
+            return out;
+        }
+        self.check(&mut out);
+        out
+    }
+
+    /// A message from rank `from`.
+    pub fn on_msg(&mut self, from: u32, msg: Msg) -> Vec<Action> {
+        let mut out = Vec::new();
+        if from == self.me || self.failed.contains(&from) || from >= self.tree.size() {
+            return out;
+        }
+        match msg {
+            Msg::Up(v) => {
+                if let Some(d) = &self.decided {
+                    // A late request: answer with the kept decision.
+                    out.push(Action::Send { to: from, msg: Msg::Decide(d.clone()) });
+                    self.dec_sent.insert(from);
+                    return out;
+                }
+                self.up_senders.insert(from);
+                self.reported.insert(from);
+                if self.acc.merge(&v) {
+                    self.version += 1;
+                }
+                self.check(&mut out);
+            }
+            Msg::Decide(v) => {
+                if self.decided.is_none() {
+                    self.decide(v, Some(from), &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// Rank `r` failed.
+    pub fn on_failure(&mut self, r: u32) -> Vec<Action> {
+        let mut out = Vec::new();
+        if r == self.me || r >= self.tree.size() || !self.failed.insert(r) {
+            return out;
+        }
+        self.parent = self.tree.live_parent(self.me, &self.failed);
+        self.children = self.tree.live_children(self.me, &self.failed);
+        if let Some(d) = self.decided.clone() {
+            // Make sure the new parent and children hear of the decision.
+            let targets: Vec<u32> = self.parent.iter().chain(self.children.iter()).copied().collect();
+            for t in targets {
+                if self.dec_sent.insert(t) {
+                    out.push(Action::Send { to: t, msg: Msg::Decide(d.clone()) });
+                }
+            }
+            return out;
+        }
+        self.check(&mut out);
+        out
+    }
+
+    fn check(&mut self, out: &mut Vec<Action>) {
+        if !self.mine || self.decided.is_some() {
+            return;
+        }
+        if !self.children.iter().all(|c| self.reported.contains(c)) {
+            return;
+        }
+        match self.parent {
+            None => {
+                let mut d = self.acc.clone();
+                let mut f: Vec<u32> = self.failed.iter().copied().collect();
+                f.sort_unstable();
+                union(&mut d.failed, &f);
+                self.decide(d, None, out);
+            }
+            Some(p) => {
+                if self.sent_up != Some((p, self.version)) {
+                    self.sent_up = Some((p, self.version));
+                    out.push(Action::Send { to: p, msg: Msg::Up(self.acc.clone()) });
+                }
+            }
+        }
+    }
+
+    fn decide(&mut self, d: Value, from: Option<u32>, out: &mut Vec<Action>) {
+        self.dec_sent.extend(from);
+        let mut targets: Vec<u32> = self
+            .parent
+            .iter()
+            .chain(self.children.iter())
+            .chain(self.up_senders.iter())
+            .copied()
+            .filter(|t| !self.failed.contains(t))
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        for t in targets {
+            if self.dec_sent.insert(t) {
+                out.push(Action::Send { to: t, msg: Msg::Decide(d.clone()) });
+            }
+        }
+        self.decided = Some(d.clone());
+        if self.mine {
+            out.push(Action::Decided(d));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// A scripted run: `n` members; `dead` known failed from the start; `kills` = (after how
+    /// many delivered messages, victim); notices of a failure reach live members after
+    /// `notice_delay` further deliveries; `lifo` reverses delivery order. Returns each
+    /// member's decision (None for the dead).
+    struct Sim {
+        m: Vec<Era>,
+        alive: Vec<bool>,
+        q: VecDeque<(u32, u32, Msg)>,
+        decided: Vec<Option<Value>>,
+        msgs: usize,
+    }
+
+    impl Sim {
+        fn new(tree: Tree, dead: &[u32]) -> Sim {
+            let n = tree.size();
+            Sim {
+                m: (0..n).map(|r| Era::new(tree.clone(), r, dead)).collect(),
+                alive: (0..n).map(|r| !dead.contains(&r)).collect(),
+                q: VecDeque::new(),
+                decided: vec![None; n as usize],
+                msgs: 0,
+            }
+        }
+        fn apply(&mut self, r: u32, acts: Vec<Action>) {
+            for a in acts {
+                match a {
+                    Action::Send { to, msg } => self.q.push_back((r, to, msg)),
+                    Action::Decided(v) => {
+                        assert!(self.decided[r as usize].is_none(), "decided twice");
+                        self.decided[r as usize] = Some(v)
+                    }
+                }
+            }
+        }
+        fn kill(&mut self, v: u32) {
+            self.alive[v as usize] = false;
+            self.q.retain(|x| x.0 != v);
+        }
+        fn notify(&mut self, v: u32) {
+            for r in 0..self.m.len() as u32 {
+                if self.alive[r as usize] {
+                    let a = self.m[r as usize].on_failure(v);
+                    self.apply(r, a);
+                }
+            }
+        }
+        fn run(&mut self, flags: &[u64], kills: &[(usize, u32)], delay: usize, lifo: bool) {
+            let n = self.m.len() as u32;
+            let mut pending_notice: Vec<(usize, u32)> = Vec::new();
+            for r in 0..n {
+                if self.alive[r as usize] {
+                    let a = self.m[r as usize].start(Value::new(flags[r as usize], r, &[], &[]));
+                    self.apply(r, a);
+                }
+            }
+            let mut step = 0;
+            loop {
+                for &(at, v) in kills {
+                    if step == at && self.alive[v as usize] {
+                        self.kill(v);
+                        pending_notice.push((step + delay, v));
+                    }
+                }
+                let due: Vec<u32> = pending_notice.iter().filter(|x| x.0 <= step).map(|x| x.1).collect();
+                pending_notice.retain(|x| x.0 > step);
+                for v in due {
+                    self.notify(v);
+                }
+                let next = if lifo { self.q.pop_back() } else { self.q.pop_front() };
+                match next {
+                    Some((from, to, msg)) => {
+                        self.msgs += 1;
+                        if self.alive[to as usize] {
+                            let a = self.m[to as usize].on_msg(from, msg);
+                            self.apply(to, a);
+                        }
+                    }
+                    None if pending_notice.is_empty() => break,
+                    None => {}
+                }
+                step += 1;
+                assert!(step < 1_000_000, "no termination");
+            }
+        }
+        fn check_uniform(&self) -> Value {
+            let mut d: Option<&Value> = None;
+            for (r, x) in self.decided.iter().enumerate() {
+                if !self.alive[r] {
+                    continue;
+                }
+                let x = x.as_ref().unwrap_or_else(|| panic!("live member {r} did not decide"));
+                match d {
+                    None => d = Some(x),
+                    Some(y) => assert_eq!(x, y, "member {r} decided differently"),
+                }
+            }
+            d.unwrap().clone()
+        }
+    }
+
+    #[test]
+    fn failure_free_is_logarithmic_and_correct() {
+        for n in 1..40u32 {
+            let mut s = Sim::new(Tree::binary(n), &[]);
+            let flags: Vec<u64> = (0..n).map(|r| !(1u64 << (r % 64))).collect();
+            s.run(&flags, &[], 0, false);
+            let d = s.check_uniform();
+            let want = flags.iter().fold(u64::MAX, |a, b| a & b);
+            assert_eq!(d.flag, want);
+            assert_eq!(d.ctx, n - 1, "max of contributions");
+            assert_eq!(s.msgs, 2 * (n as usize - 1), "n={n}: n−1 up and n−1 decide");
+            assert_eq!(d.outcome(), Ok(want));
+        }
+    }
+
+    #[test]
+    fn failures_before_are_reported_uniformly() {
+        let mut s = Sim::new(Tree::binary(9), &[0, 4]);
+        s.run(&[7; 9], &[], 0, false);
+        let d = s.check_uniform();
+        assert_eq!(d.failed, vec![0, 4]);
+        assert_eq!(d.outcome(), Err((7, vec![0, 4])));
+    }
+
+    #[test]
+    fn acknowledged_failures_do_not_raise() {
+        let tree = Tree::binary(5);
+        let mut m: Vec<Era> = (0..5).map(|r| Era::new(tree.clone(), r, &[2])).collect();
+        let mut q = VecDeque::new();
+        let mut dec = vec![None; 5];
+        for r in [0u32, 1, 3, 4] {
+            for a in m[r as usize].start(Value::new(3, 0, &[2], &[2])) {
+                match a {
+                    Action::Send { to, msg } => q.push_back((r, to, msg)),
+                    Action::Decided(v) => dec[r as usize] = Some(v),
+                }
+            }
+        }
+        while let Some((f, t, msg)) = q.pop_front() {
+            for a in m[t as usize].on_msg(f, msg) {
+                match a {
+                    Action::Send { to, msg } => q.push_back((t, to, msg)),
+                    Action::Decided(v) => dec[t as usize] = Some(v),
+                }
+            }
+        }
+        for r in [0, 1, 3, 4] {
+            assert_eq!(dec[r].as_ref().unwrap().outcome(), Ok(3));
+        }
+    }
+
+    #[test]
+    fn root_dies_during_agreement() {
+        // The root dies at various points, with various notice delays and delivery orders.
+        for n in [2u32, 3, 5, 8, 13] {
+            for at in 0..(3 * n as usize) {
+                for delay in [0, 3, 10] {
+                    for lifo in [false, true] {
+                        let mut s = Sim::new(Tree::binary(n), &[]);
+                        s.run(&vec![5; n as usize], &[(at, 0)], delay, lifo);
+                        if n > 1 {
+                            let d = s.check_uniform();
+                            assert_eq!(d.flag, 5);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn root_dies_after_partial_decision_broadcast() {
+        // Root decides and reaches only one child before dying: the other subtree must adopt
+        // that same decision rather than make a new one.
+        let n = 7;
+        let tree = Tree::binary(n);
+        let mut s = Sim::new(tree, &[]);
+        let flags = vec![1u64; n as usize];
+        for r in 0..n {
+            let a = s.m[r as usize].start(Value::new(flags[r as usize], 0, &[], &[]));
+            s.apply(r, a);
+        }
+        // Deliver everything except Decide messages from 0 to 2.
+        let mut held = Vec::new();
+        while let Some((f, t, msg)) = s.q.pop_front() {
+            if f == 0 && t == 2 && matches!(msg, Msg::Decide(_)) {
+                held.push(());
+                continue;
+            }
+            let a = s.m[t as usize].on_msg(f, msg);
+            s.apply(t, a);
+        }
+        assert_eq!(held.len(), 1);
+        assert!(s.decided[1].is_some() && s.decided[2].is_none());
+        let d1 = s.decided[1].clone().unwrap();
+        s.kill(0);
+        s.notify(0);
+        while let Some((f, t, msg)) = s.q.pop_front() {
+            if s.alive[t as usize] {
+                let a = s.m[t as usize].on_msg(f, msg);
+                s.apply(t, a);
+            }
+        }
+        let d = s.check_uniform();
+        assert_eq!(d, d1, "the new root must adopt the decision already returned");
+    }
+
+    #[test]
+    fn many_failures_during_with_random_schedules() {
+        // Deterministic pseudo-random schedules: several victims at random points.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..300 {
+            let n = 2 + rnd(30) as u32;
+            let k = rnd(n as u64 / 2 + 1) as usize;
+            let kills: Vec<(usize, u32)> =
+                (0..k).map(|_| (rnd(4 * n as u64) as usize, rnd(n as u64) as u32)).collect();
+            let delay = rnd(8) as usize;
+            let lifo = rnd(2) == 1;
+            let hier = rnd(2) == 1;
+            let tree = if hier {
+                let nodes: Vec<u32> = (0..n).map(|r| r / 3).collect();
+                Tree::bin_bin(&nodes)
+            } else {
+                Tree::binary(n)
+            };
+            let mut s = Sim::new(tree, &[]);
+            let flags: Vec<u64> = (0..n).map(|_| rnd(4) | 0xf0).collect();
+            s.run(&flags, &kills, delay, lifo);
+            if s.alive.iter().any(|&a| a) {
+                let d = s.check_uniform();
+                // Validity: the AND over live members' flags is implied by the decision.
+                for (f, _) in flags.iter().zip(&s.alive).filter(|x| *x.1) {
+                    assert_eq!(d.flag & f, d.flag);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bin_bin_tree_is_a_tree() {
+        let nodes = [0, 0, 0, 1, 1, 2, 2, 2, 2, 0];
+        let t = Tree::bin_bin(&nodes);
+        let none = HashSet::new();
+        let mut count = 0;
+        for r in 0..nodes.len() as u32 {
+            for c in t.live_children(r, &none) {
+                assert_eq!(t.live_parent(c, &none), Some(r));
+                count += 1;
+                // Intra-node edges, except between leaders.
+                if nodes[c as usize] != nodes[r as usize] {
+                    assert!([0u32, 3, 5].contains(&c) && [0u32, 3, 5].contains(&r));
+                }
+            }
+        }
+        assert_eq!(count, nodes.len() - 1);
+        assert_eq!(t.live_parent(0, &none), None);
+        // Parents and children stay inverse in a view with failures (root included).
+        let failed: HashSet<u32> = [0, 3, 7].into_iter().collect();
+        for r in 0..nodes.len() as u32 {
+            if failed.contains(&r) {
+                continue;
+            }
+            for c in t.live_children(r, &failed) {
+                assert_eq!(t.live_parent(c, &failed), Some(r), "{c} under {r}");
+            }
+            if let Some(p) = t.live_parent(r, &failed) {
+                assert!(t.live_children(p, &failed).contains(&r));
+            }
+        }
+    }
+}

@@ -1,0 +1,648 @@
+//! Glue: drives the sans-IO protocols from the progress engine.
+//!
+//! - **Handlers** for the FT message classes ([`crate::class`]): decode ([`crate::wire`];
+//!   malformed → counted and dropped), drop anything from a rank known failed, resolve
+//!   `(ctx, epoch)` to a live communicator (a message for a communicator this process will
+//!   create soon — context id ≥ its `next_ctx` — is parked until it exists; one for an
+//!   older or freed communicator is dropped as stale), and feed the state machine.
+//! - **One activity**, spawned on first use, advanced by every progress call: it turns new
+//!   entries of the engine's failure table into failure notices (one comparison of the failure
+//!   count when nothing happened), ticks the detector, and retries parked messages.
+//! - **Generic requests**: `iagree` / `ishrink` return an engine request completed when the
+//!   local member decides; agreement state is kept after that to answer late requests.
+//!
+//! Actions map to `send_ctrl` (communicator ranks translated to world ranks), `revoke_local`,
+//! `notify_failed`, `comm_create_agreed` and `complete_request`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use weft_engine::{Activity, CommId, Engine, Error, Header, ReqId, Result, Status, Step};
+
+use crate::agree::{self, Era, Tree, Value};
+use crate::detector::{self, Detector};
+use crate::revoke::{self, Revoke};
+use crate::shrink::{shrunk_of, CtxPool};
+use crate::wire::Wire;
+use crate::{class, epoch_of};
+
+/// Settings of the FT layer.
+#[derive(Clone, Debug, Default)]
+pub struct FtOptions {
+    /// Heartbeat period in ms (`None`: detector off).
+    pub hb_period_ms: Option<u64>,
+    /// Suspicion timeout in ms (`None`: three periods).
+    pub hb_timeout_ms: Option<u64>,
+    /// Node of each world rank (empty: unknown, flat trees). With ranks on several nodes and
+    /// several ranks on one node, agreements use the hierarchical bin/bin tree.
+    pub node_of: Vec<u32>,
+}
+
+/// Counters of the FT layer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FtStats {
+    /// Undecodable FT messages dropped.
+    pub malformed: u64,
+    /// Messages for an older epoch or a freed / unknown communicator, dropped.
+    pub stale: u64,
+    /// Messages from ranks known failed, dropped.
+    pub from_failed: u64,
+    /// Messages parked until their communicator exists.
+    pub parked: u64,
+    /// Revokes delivered here.
+    pub revokes: u64,
+    /// Agreements (including shrinks) decided here.
+    pub decided: u64,
+    /// Heartbeats sent.
+    pub heartbeats: u64,
+    /// Failures this process's detector (or a finding it received) declared.
+    pub declared: u64,
+}
+
+/// How many decided agreement instances each communicator keeps to answer late requests.
+const KEEP_DECIDED: usize = 64;
+/// At most this many messages wait for their communicator.
+const MAX_PARKED: usize = 4096;
+
+struct CommInfo {
+    id: CommId,
+    epoch: u32,
+    world_of: Vec<u32>,
+    rank: u32,
+    tree: Tree,
+    next_seq: u32,
+    /// Lowest instance still kept; older messages are stale.
+    min_seq: u32,
+    uniform: bool,
+}
+
+impl CommInfo {
+    fn rank_of(&self, w: u32) -> Option<u32> {
+        self.world_of.iter().position(|&x| x == w).map(|p| p as u32)
+    }
+}
+
+enum Local {
+    Agree { req: ReqId, out: *mut u64 },
+    Shrink { req: ReqId, out: *mut u64 },
+}
+
+struct Inst {
+    era: Era,
+    local: Option<Local>,
+}
+
+struct Glue {
+    opts: FtOptions,
+    clock: Instant,
+    active: bool,
+    seen_failures: usize,
+    comms: HashMap<u32, CommInfo>,
+    insts: HashMap<(u32, u32), Inst>,
+    parked: Vec<(u32, u8, Vec<u8>)>,
+    parked_at: u32,
+    pool: CtxPool,
+    det: Option<Detector>,
+    stats: FtStats,
+}
+
+/// Handle on the FT layer of one process (cheap to clone).
+#[derive(Clone)]
+pub struct Ft {
+    st: Rc<RefCell<Glue>>,
+}
+
+struct Driver {
+    st: Rc<RefCell<Glue>>,
+}
+
+impl Activity for Driver {
+    fn advance(&mut self, e: &mut Engine) -> Step {
+        self.st.borrow_mut().advance(e);
+        Step::Continue
+    }
+}
+
+fn hdr(cls: u8, ctx: u32, len: usize) -> Header {
+    Header { class: cls, flags: 0, reserved: 0, ctx, src: 0, tag: 0, len: len as u64 }
+}
+
+impl Ft {
+    /// Install the FT layer on `e`: message handlers now; the activity on first use (or now,
+    /// when the detector is on).
+    pub fn install(e: &mut Engine, opts: FtOptions) -> Result<Ft> {
+        let ft = Ft {
+            st: Rc::new(RefCell::new(Glue {
+                opts,
+                clock: Instant::now(),
+                active: false,
+                seen_failures: 0,
+                comms: HashMap::new(),
+                insts: HashMap::new(),
+                parked: Vec::new(),
+                parked_at: 0,
+                pool: CtxPool::default(),
+                det: None,
+                stats: FtStats::default(),
+            })),
+        };
+        for cls in [class::REVOKE, class::AGREE, class::HEARTBEAT, class::FINDING] {
+            let st = ft.st.clone();
+            e.set_handler(
+                cls,
+                Box::new(move |e: &mut Engine, peer: u32, h: &Header, p: &[u8]| {
+                    st.borrow_mut().on_message(e, peer, h.class, p)
+                }),
+            )?;
+        }
+        let mut g = ft.st.borrow_mut();
+        if let Some(p) = g.opts.hb_period_ms {
+            let period = p.max(1) * 1_000_000;
+            let timeout = g.opts.hb_timeout_ms.map_or(3 * period, |t| t.max(1) * 1_000_000);
+            let n = e.comm_size(e.world())?;
+            let now = g.now();
+            let mut d = Detector::new(n, e.world_rank(), period, timeout, now);
+            for &w in e.failed_world_ranks() {
+                d.on_failure(w, now);
+            }
+            g.det = Some(d);
+            g.ensure_active(e, &ft.st);
+        }
+        drop(g);
+        Ok(ft)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> FtStats {
+        self.st.borrow().stats.clone()
+    }
+
+    fn activate(&self, e: &mut Engine) {
+        self.st.borrow_mut().ensure_active(e, &self.st);
+    }
+
+    /// Revoke `c` at every live member (reliable broadcast); returns at once.
+    pub fn revoke(&self, e: &mut Engine, c: CommId) -> Result<()> {
+        self.activate(e);
+        let mut g = self.st.borrow_mut();
+        let ctx = g.info(e, c)?;
+        if e.is_revoked(c)? {
+            return Ok(());
+        }
+        let mut rv = g.revoke_sm(e, ctx);
+        let acts = rv.start();
+        g.apply_revoke(e, ctx, acts);
+        Ok(())
+    }
+
+    /// Start an agreement on `c`: AND of `flag` over the members; the result is written to
+    /// `*out` when the returned request completes (with `ProcFailed` if the agreed failed set
+    /// has failures not acknowledged by every member; `*out` is valid then too).
+    ///
+    /// # Safety
+    /// `out` must stay valid for a write of a `u64` until the request completes.
+    pub unsafe fn iagree(&self, e: &mut Engine, c: CommId, flag: u64, out: *mut u64) -> Result<ReqId> {
+        self.activate(e);
+        let mut g = self.st.borrow_mut();
+        let ctx = g.info(e, c)?;
+        let req = e.new_request(c)?;
+        let failed = e.get_failed(c)?;
+        let acked = e.get_acked(c)?;
+        g.start(e, ctx, Local::Agree { req, out }, Value::new(flag, 0, &failed, &acked));
+        Ok(req)
+    }
+
+    /// Blocking agreement: the AND of `flag` over the live members.
+    pub fn agree(&self, e: &mut Engine, c: CommId, flag: u64) -> Result<u64> {
+        let mut out = 0u64;
+        // SAFETY: `out` outlives the request: it is waited for below.
+        let req = unsafe { self.iagree(e, c, flag, &mut out)? };
+        e.wait(req)?;
+        Ok(out)
+    }
+
+    /// Start a shrink of `c`; when the request completes, `*out` holds the new communicator
+    /// ([`CommId::to_raw`]; also in the status's `count`).
+    ///
+    /// # Safety
+    /// `out` must stay valid for a write of a `u64` until the request completes.
+    pub unsafe fn ishrink(&self, e: &mut Engine, c: CommId, out: *mut u64) -> Result<ReqId> {
+        self.activate(e);
+        let mut g = self.st.borrow_mut();
+        let ctx = g.info(e, c)?;
+        let req = e.new_request(c)?;
+        let failed = e.get_failed(c)?;
+        let prop = g.pool.propose(e.next_ctx());
+        g.start(e, ctx, Local::Shrink { req, out }, Value::new(u64::MAX, prop, &failed, &[]));
+        Ok(req)
+    }
+
+    /// Blocking shrink.
+    pub fn shrink(&self, e: &mut Engine, c: CommId) -> Result<CommId> {
+        let mut out = 0u64;
+        // SAFETY: `out` outlives the request: it is waited for below.
+        let req = unsafe { self.ishrink(e, c, &mut out)? };
+        e.wait(req)?;
+        Ok(CommId::from_raw(out))
+    }
+
+    /// Uniform mode of `c`: collectives that call [`Ft::uniform_after`] agree on their outcome.
+    pub fn set_uniform(&self, e: &mut Engine, c: CommId, on: bool) -> Result<()> {
+        let mut g = self.st.borrow_mut();
+        let ctx = g.info(e, c)?;
+        g.comms.get_mut(&ctx).expect("just resolved").uniform = on;
+        Ok(())
+    }
+
+    /// True if `c` is in uniform mode.
+    pub fn is_uniform(&self, e: &Engine, c: CommId) -> bool {
+        let g = self.st.borrow();
+        e.comm_ctx(c).ok().and_then(|ctx| g.comms.get(&ctx)).is_some_and(|i| i.id == c && i.uniform)
+    }
+
+    /// Make the outcome of a collective on `c` uniform (when `c` is in uniform mode): an
+    /// agreement on "did it succeed here" follows, and every member returns the same class:
+    /// `Ok` everywhere, or the same error class everywhere (`ProcFailed` with the agreed
+    /// ranks, else `Revoked`, else the local error / a generic "failed at another member").
+    pub fn uniform_after(&self, e: &mut Engine, c: CommId, local: Result<()>) -> Result<()> {
+        if !self.is_uniform(e, c) {
+            return local;
+        }
+        const OK: u64 = 1;
+        const NO_PF: u64 = 2;
+        const NO_REV: u64 = 4;
+        let mut flag = OK | NO_PF | NO_REV;
+        match &local {
+            Ok(()) => {}
+            Err(Error::ProcFailed { .. } | Error::ProcFailedPending) => flag &= !(OK | NO_PF),
+            Err(Error::Revoked) => flag &= !(OK | NO_REV),
+            Err(_) => flag &= !OK,
+        }
+        let mut out = 0u64;
+        // SAFETY: `out` outlives the request: it is waited for below.
+        let req = unsafe { self.iagree(e, c, flag, &mut out)? };
+        let agreed = e.wait(req);
+        match agreed {
+            Ok(_) if out & OK != 0 => Ok(()),
+            Err(Error::ProcFailed { ranks }) => Err(Error::ProcFailed { ranks }),
+            Err(other) => Err(other),
+            Ok(_) if out & NO_PF == 0 => Err(match local {
+                Err(e @ Error::ProcFailed { .. }) => e,
+                _ => Error::ProcFailed { ranks: e.get_failed(c).unwrap_or_default() },
+            }),
+            Ok(_) if out & NO_REV == 0 => Err(Error::Revoked),
+            Ok(_) => Err(match local {
+                Err(e) => e,
+                Ok(()) => Error::InvalidArg("uniform collective: it failed at another member".into()),
+            }),
+        }
+    }
+}
+
+impl Glue {
+    fn now(&self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+
+    fn ensure_active(&mut self, e: &mut Engine, st: &Rc<RefCell<Glue>>) {
+        if !self.active {
+            self.active = true;
+            // `seen_failures` stays where it was (0): the first advance replays every failure
+            // known so far to the instances that messages created before this activation
+            // (state machines ignore failures they already know).
+            e.spawn(Box::new(Driver { st: st.clone() }));
+        }
+    }
+
+    /// Cache the communicator `c`; returns its context id.
+    fn info(&mut self, e: &Engine, c: CommId) -> Result<u32> {
+        let ctx = e.comm_ctx(c)?;
+        if self.comms.get(&ctx).is_none_or(|i| i.id != c) {
+            self.insts.retain(|k, _| k.0 != ctx);
+            let world_of = e.comm_group(c)?;
+            let rank = e.comm_rank(c)?;
+            let tree = self.tree_for(&world_of);
+            let info = CommInfo {
+                id: c,
+                epoch: epoch_of(&world_of),
+                world_of,
+                rank,
+                tree,
+                next_seq: 0,
+                min_seq: 0,
+                uniform: false,
+            };
+            self.comms.insert(ctx, info);
+        }
+        Ok(ctx)
+    }
+
+    fn tree_for(&self, world_of: &[u32]) -> Tree {
+        let nodes: Vec<u32> =
+            world_of.iter().map(|&w| self.opts.node_of.get(w as usize).copied().unwrap_or(0)).collect();
+        let mut distinct = nodes.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if distinct.len() > 1 && distinct.len() < nodes.len() {
+            Tree::bin_bin(&nodes)
+        } else {
+            Tree::binary(world_of.len() as u32)
+        }
+    }
+
+    /// Resolve an incoming `(ctx, epoch)`: `Ok(Some(ctx))` live, `Ok(None)` parked, `Err` stale.
+    fn resolve(&mut self, e: &Engine, ctx: u32, epoch: u32) -> std::result::Result<bool, ()> {
+        let live = match self.comms.get(&ctx) {
+            Some(i) if e.comm_ctx(i.id) == Ok(ctx) => true,
+            _ => match e.comm_by_ctx(ctx) {
+                Some(c) => self.info(e, c).is_ok(),
+                None => false,
+            },
+        };
+        if !live {
+            self.comms.remove(&ctx);
+            return if ctx >= e.next_ctx() { Ok(false) } else { Err(()) };
+        }
+        if self.comms[&ctx].epoch != epoch {
+            return Err(());
+        }
+        Ok(true)
+    }
+
+    fn failed_ranks(&self, e: &Engine, ctx: u32) -> Vec<u32> {
+        let info = &self.comms[&ctx];
+        e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect()
+    }
+
+    fn revoke_sm(&self, e: &Engine, ctx: u32) -> Revoke {
+        let info = &self.comms[&ctx];
+        Revoke::new(info.world_of.len() as u32, info.rank, &self.failed_ranks(e, ctx))
+    }
+
+    fn send(&self, e: &mut Engine, w: u32, ctx: u32, m: &Wire) {
+        let p = m.encode();
+        // A failed destination is fine to skip: the failure notice path handles it.
+        let _ = e.send_ctrl(w, hdr(m.class(), ctx, p.len()), &p);
+    }
+
+    fn apply_revoke(&mut self, e: &mut Engine, ctx: u32, acts: Vec<revoke::Action>) {
+        let (id, epoch) = (self.comms[&ctx].id, self.comms[&ctx].epoch);
+        for a in acts {
+            match a {
+                revoke::Action::Send { to } => {
+                    let w = self.comms[&ctx].world_of[to as usize];
+                    self.send(e, w, ctx, &Wire::Revoke { ctx, epoch });
+                }
+                revoke::Action::Deliver => {
+                    if e.revoke_local(id).unwrap_or(false) {
+                        self.stats.revokes += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn inst(&mut self, e: &Engine, ctx: u32, seq: u32) -> &mut Inst {
+        if !self.insts.contains_key(&(ctx, seq)) {
+            let failed = self.failed_ranks(e, ctx);
+            let info = &self.comms[&ctx];
+            let era = Era::new(info.tree.clone(), info.rank, &failed);
+            self.insts.insert((ctx, seq), Inst { era, local: None });
+        }
+        self.insts.get_mut(&(ctx, seq)).expect("inserted")
+    }
+
+    fn start(&mut self, e: &mut Engine, ctx: u32, local: Local, v: Value) {
+        let info = self.comms.get_mut(&ctx).expect("resolved");
+        let seq = info.next_seq;
+        info.next_seq += 1;
+        let inst = self.inst(e, ctx, seq);
+        inst.local = Some(local);
+        let acts = inst.era.start(v);
+        self.apply_era(e, ctx, seq, acts);
+    }
+
+    fn apply_era(&mut self, e: &mut Engine, ctx: u32, seq: u32, acts: Vec<agree::Action>) {
+        let epoch = self.comms[&ctx].epoch;
+        for a in acts {
+            match a {
+                agree::Action::Send { to, msg } => {
+                    let w = self.comms[&ctx].world_of[to as usize];
+                    self.send(e, w, ctx, &Wire::Agree { ctx, epoch, seq, msg });
+                }
+                agree::Action::Decided(v) => self.decided(e, ctx, seq, v),
+            }
+        }
+    }
+
+    fn decided(&mut self, e: &mut Engine, ctx: u32, seq: u32, v: Value) {
+        self.stats.decided += 1;
+        let Some(local) = self.insts.get_mut(&(ctx, seq)).and_then(|i| i.local.take()) else {
+            return;
+        };
+        let info = &self.comms[&ctx];
+        let me = info.rank;
+        match local {
+            Local::Agree { req, out } => {
+                let res = match v.outcome() {
+                    Ok(f) => {
+                        // SAFETY: iagree's contract: `out` is valid until the request completes.
+                        unsafe { out.write(f) };
+                        Ok(Status { source: me, tag: 0, count: 0 })
+                    }
+                    Err((f, ranks)) => {
+                        // SAFETY: as above.
+                        unsafe { out.write(f) };
+                        Err(Error::ProcFailed { ranks })
+                    }
+                };
+                e.complete_request(req, res);
+            }
+            Local::Shrink { req, out } => {
+                let s = shrunk_of(info.world_of.len() as u32, &v);
+                let res = if s.survivors.binary_search(&me).is_err() {
+                    Err(Error::ProcFailed { ranks: vec![me] })
+                } else if !self.pool.commit(s.ctx) {
+                    Err(Error::InvalidArg(format!(
+                        "shrink: context id {} was agreed by two concurrent shrinks (call them in the same order everywhere)",
+                        s.ctx
+                    )))
+                } else {
+                    let members = s.survivors.iter().map(|&r| info.world_of[r as usize]).collect();
+                    e.comm_create_agreed(s.ctx, members)
+                };
+                match res {
+                    Ok(id) => {
+                        // SAFETY: ishrink's contract: `out` is valid until the request completes.
+                        unsafe { out.write(id.to_raw()) };
+                        e.complete_request(
+                            req,
+                            Ok(Status { source: me, tag: 0, count: id.to_raw() as usize }),
+                        );
+                    }
+                    Err(err) => e.complete_request(req, Err(err)),
+                }
+            }
+        }
+        self.prune(ctx);
+    }
+
+    /// Keep the last [`KEEP_DECIDED`] decided instances of `ctx` (they answer late requests).
+    fn prune(&mut self, ctx: u32) {
+        let mut done: Vec<u32> = self
+            .insts
+            .iter()
+            .filter(|(k, i)| k.0 == ctx && i.local.is_none() && i.era.decision().is_some())
+            .map(|(k, _)| k.1)
+            .collect();
+        if done.len() <= KEEP_DECIDED {
+            return;
+        }
+        done.sort_unstable();
+        let cut = done[done.len() - KEEP_DECIDED];
+        self.insts.retain(|k, _| k.0 != ctx || k.1 >= cut);
+        if let Some(i) = self.comms.get_mut(&ctx) {
+            i.min_seq = i.min_seq.max(cut);
+        }
+    }
+
+    fn on_message(&mut self, e: &mut Engine, peer: u32, cls: u8, p: &[u8]) {
+        if e.failed_world_ranks().contains(&peer) {
+            self.stats.from_failed += 1;
+            return;
+        }
+        let w = match Wire::decode(cls, p) {
+            Ok(w) => w,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        match w {
+            Wire::Revoke { ctx, epoch } | Wire::Agree { ctx, epoch, .. } => {
+                match self.resolve(e, ctx, epoch) {
+                    Err(()) => {
+                        self.stats.stale += 1;
+                        return;
+                    }
+                    Ok(false) => {
+                        if self.parked.len() < MAX_PARKED {
+                            self.stats.parked += 1;
+                            self.parked.push((peer, cls, p.to_vec()));
+                        } else {
+                            self.stats.malformed += 1;
+                        }
+                        return;
+                    }
+                    Ok(true) => {}
+                }
+                let Some(from) = self.comms[&ctx].rank_of(peer) else {
+                    self.stats.malformed += 1;
+                    return;
+                };
+                match w {
+                    Wire::Revoke { .. } => {
+                        if e.is_revoked(self.comms[&ctx].id).unwrap_or(true) {
+                            return;
+                        }
+                        let mut rv = self.revoke_sm(e, ctx);
+                        let acts = rv.on_msg(from);
+                        self.apply_revoke(e, ctx, acts);
+                    }
+                    Wire::Agree { seq, msg, .. } => {
+                        let info = &self.comms[&ctx];
+                        if seq < info.min_seq || seq > info.next_seq.saturating_add(1 << 16) {
+                            self.stats.stale += 1;
+                            return;
+                        }
+                        let acts = self.inst(e, ctx, seq).era.on_msg(from, msg);
+                        self.apply_era(e, ctx, seq, acts);
+                    }
+                    _ => unreachable!("matched above"),
+                }
+            }
+            Wire::Heartbeat { .. } => {
+                let now = self.now();
+                if let Some(d) = &mut self.det {
+                    d.on_heartbeat(peer, now);
+                }
+            }
+            Wire::Finding { rank } => {
+                let now = self.now();
+                match &mut self.det {
+                    Some(d) => {
+                        let acts = d.on_finding(peer, rank, now);
+                        self.apply_det(e, acts);
+                    }
+                    None => e.notify_failed(rank),
+                }
+            }
+        }
+    }
+
+    fn apply_det(&mut self, e: &mut Engine, acts: Vec<detector::Action>) {
+        for a in acts {
+            match a {
+                detector::Action::Heartbeat { to } => {
+                    self.stats.heartbeats += 1;
+                    let c = self.det.as_ref().map_or(0, |d| d.counter());
+                    self.send(e, to, 0, &Wire::Heartbeat { counter: c });
+                }
+                detector::Action::Forward { to, rank } => self.send(e, to, 0, &Wire::Finding { rank }),
+                detector::Action::Declare { rank } => {
+                    self.stats.declared += 1;
+                    e.notify_failed(rank);
+                }
+            }
+        }
+    }
+
+    fn advance(&mut self, e: &mut Engine) {
+        let fc = e.failure_count();
+        if fc != self.seen_failures {
+            let new: Vec<u32> = e.failed_world_ranks()[self.seen_failures.min(fc)..].to_vec();
+            self.seen_failures = fc;
+            for w in new {
+                self.on_world_failure(e, w);
+            }
+        }
+        if self.det.is_some() {
+            let now = self.now();
+            let d = self.det.as_mut().expect("checked");
+            if now >= d.next_deadline() {
+                let acts = d.tick(now);
+                self.apply_det(e, acts);
+            }
+        }
+        if !self.parked.is_empty() && e.next_ctx() != self.parked_at {
+            self.parked_at = e.next_ctx();
+            for (peer, cls, p) in std::mem::take(&mut self.parked) {
+                self.on_message(e, peer, cls, &p);
+            }
+        }
+    }
+
+    fn on_world_failure(&mut self, e: &mut Engine, w: u32) {
+        if let Some(d) = &mut self.det {
+            let now = self.clock.elapsed().as_nanos() as u64;
+            let acts = d.on_failure(w, now);
+            self.apply_det(e, acts);
+        }
+        let keys: Vec<(u32, u32)> = self.insts.keys().copied().collect();
+        for (ctx, seq) in keys {
+            let Some(info) = self.comms.get(&ctx) else { continue };
+            if e.comm_ctx(info.id) != Ok(ctx) {
+                // Freed communicator: forget its agreements.
+                self.insts.retain(|k, _| k.0 != ctx);
+                self.comms.remove(&ctx);
+                continue;
+            }
+            let Some(r) = info.rank_of(w) else { continue };
+            let Some(inst) = self.insts.get_mut(&(ctx, seq)) else { continue };
+            let acts = inst.era.on_failure(r);
+            self.apply_era(e, ctx, seq, acts);
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Encoding of the FT messages (little endian). Every payload starts with a kind byte that
+//! must match the message class. Decoding never panics: a short, long or inconsistent
+//! payload is an error, which the glue counts and drops.
+//!
+//! | kind | class | body after the kind byte |
+//! |---|---|---|
+//! | 1 `Revoke` | REVOKE | ctx u32, epoch u32 |
+//! | 2 `Up` / 3 `Decide` | AGREE | ctx u32, epoch u32, seq u32, flag u64, newctx u32, nfailed u32, failed[nfailed] u32, acked_all u8 (1 = "everything", 0 = list), nacked u32, acked[nacked] u32 |
+//! | 4 `Heartbeat` | HEARTBEAT | counter u64 |
+//! | 5 `Finding` | FINDING | failed world rank u32 |
+//!
+//! Ranks in agreement messages are communicator ranks; in findings, world ranks.
+
+use crate::agree::{Msg as AgreeMsg, Value};
+
+/// A decoded FT message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// Revoke the communicator `(ctx, epoch)`.
+    Revoke { ctx: u32, epoch: u32 },
+    /// Agreement message of instance `seq` on `(ctx, epoch)`.
+    Agree { ctx: u32, epoch: u32, seq: u32, msg: AgreeMsg },
+    /// Heartbeat.
+    Heartbeat { counter: u64 },
+    /// World rank `rank` was found failed by a detector.
+    Finding { rank: u32 },
+}
+
+/// Why a payload was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Malformed(pub &'static str);
+
+/// Largest rank list accepted in one message (bounds the allocation a forged count can cause).
+pub const MAX_LIST: usize = 1 << 16;
+
+const K_REVOKE: u8 = 1;
+const K_UP: u8 = 2;
+const K_DECIDE: u8 = 3;
+const K_HB: u8 = 4;
+const K_FINDING: u8 = 5;
+
+fn put_list(out: &mut Vec<u8>, l: &[u32]) {
+    out.extend_from_slice(&(l.len() as u32).to_le_bytes());
+    for x in l {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+impl Wire {
+    /// The engine message class this message travels in.
+    pub fn class(&self) -> u8 {
+        match self {
+            Wire::Revoke { .. } => crate::class::REVOKE,
+            Wire::Agree { .. } => crate::class::AGREE,
+            Wire::Heartbeat { .. } => crate::class::HEARTBEAT,
+            Wire::Finding { .. } => crate::class::FINDING,
+        }
+    }
+
+    /// Encode.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = Vec::with_capacity(48);
+        match self {
+            Wire::Revoke { ctx, epoch } => {
+                o.push(K_REVOKE);
+                o.extend_from_slice(&ctx.to_le_bytes());
+                o.extend_from_slice(&epoch.to_le_bytes());
+            }
+            Wire::Agree { ctx, epoch, seq, msg } => {
+                let (k, v) = match msg {
+                    AgreeMsg::Up(v) => (K_UP, v),
+                    AgreeMsg::Decide(v) => (K_DECIDE, v),
+                };
+                o.push(k);
+                o.extend_from_slice(&ctx.to_le_bytes());
+                o.extend_from_slice(&epoch.to_le_bytes());
+                o.extend_from_slice(&seq.to_le_bytes());
+                o.extend_from_slice(&v.flag.to_le_bytes());
+                o.extend_from_slice(&v.ctx.to_le_bytes());
+                put_list(&mut o, &v.failed);
+                match &v.acked {
+                    None => {
+                        o.push(1);
+                        put_list(&mut o, &[]);
+                    }
+                    Some(a) => {
+                        o.push(0);
+                        put_list(&mut o, a);
+                    }
+                }
+            }
+            Wire::Heartbeat { counter } => {
+                o.push(K_HB);
+                o.extend_from_slice(&counter.to_le_bytes());
+            }
+            Wire::Finding { rank } => {
+                o.push(K_FINDING);
+                o.extend_from_slice(&rank.to_le_bytes());
+            }
+        }
+        o
+    }
+
+    /// Decode a payload that arrived in message class `cls`.
+    pub fn decode(cls: u8, b: &[u8]) -> Result<Wire, Malformed> {
+        let mut r = Reader { b, i: 0 };
+        let k = r.u8()?;
+        let w = match (cls, k) {
+            (crate::class::REVOKE, K_REVOKE) => Wire::Revoke { ctx: r.u32()?, epoch: r.u32()? },
+            (crate::class::AGREE, K_UP | K_DECIDE) => {
+                let (ctx, epoch, seq) = (r.u32()?, r.u32()?, r.u32()?);
+                let flag = r.u64()?;
+                let nctx = r.u32()?;
+                let failed = r.list()?;
+                let all = r.u8()?;
+                let acked = r.list()?;
+                let acked = match all {
+                    1 if acked.is_empty() => None,
+                    0 => Some(acked),
+                    _ => return Err(Malformed("bad acked-set marker")),
+                };
+                let v = Value { flag, ctx: nctx, failed, acked };
+                if !v.is_canonical() {
+                    return Err(Malformed("rank lists not sorted"));
+                }
+                let msg = if k == K_UP { AgreeMsg::Up(v) } else { AgreeMsg::Decide(v) };
+                Wire::Agree { ctx, epoch, seq, msg }
+            }
+            (crate::class::HEARTBEAT, K_HB) => Wire::Heartbeat { counter: r.u64()? },
+            (crate::class::FINDING, K_FINDING) => Wire::Finding { rank: r.u32()? },
+            _ => return Err(Malformed("kind does not match class")),
+        };
+        if r.i != b.len() {
+            return Err(Malformed("trailing bytes"));
+        }
+        Ok(w)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], Malformed> {
+        let end = self.i.checked_add(n).ok_or(Malformed("length overflow"))?;
+        let s = self.b.get(self.i..end).ok_or(Malformed("truncated"))?;
+        self.i = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, Malformed> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, Malformed> {
+        let s = self.take(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, Malformed> {
+        let s = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn list(&mut self) -> Result<Vec<u32>, Malformed> {
+        let n = self.u32()? as usize;
+        if n > MAX_LIST || n.saturating_mul(4) > self.b.len() - self.i {
+            return Err(Malformed("rank list longer than the payload"));
+        }
+        (0..n).map(|_| self.u32()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<Wire> {
+        let v = Value { flag: 0xdead_beef, ctx: 12, failed: vec![1, 5], acked: Some(vec![1]) };
+        vec![
+            Wire::Revoke { ctx: 4, epoch: 99 },
+            Wire::Agree { ctx: 2, epoch: 7, seq: 3, msg: AgreeMsg::Up(v.clone()) },
+            Wire::Agree { ctx: 2, epoch: 7, seq: 3, msg: AgreeMsg::Decide(Value { acked: None, ..v }) },
+            Wire::Heartbeat { counter: 42 },
+            Wire::Finding { rank: 3 },
+        ]
+    }
+
+    #[test]
+    fn round_trip() {
+        for w in samples() {
+            assert_eq!(Wire::decode(w.class(), &w.encode()), Ok(w));
+        }
+    }
+
+    #[test]
+    fn malformed_never_panics() {
+        for w in samples() {
+            let b = w.encode();
+            for cut in 0..b.len() {
+                assert!(Wire::decode(w.class(), &b[..cut]).is_err());
+            }
+            let mut long = b.clone();
+            long.push(0);
+            assert!(Wire::decode(w.class(), &long).is_err());
+            // Every single-byte corruption decodes or is rejected, never panics.
+            for i in 0..b.len() {
+                for x in [0u8, 1, 0x7f, 0xff] {
+                    let mut c = b.clone();
+                    c[i] = x;
+                    let _ = Wire::decode(w.class(), &c);
+                }
+            }
+            assert!(Wire::decode(w.class().wrapping_add(1), &b).is_err());
+        }
+        assert!(Wire::decode(crate::class::AGREE, &[]).is_err());
+        // A forged huge count is rejected without allocating.
+        let mut b = vec![K_UP];
+        b.extend_from_slice(&[0; 20]);
+        b.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Wire::decode(crate::class::AGREE, &b).is_err());
+    }
+}

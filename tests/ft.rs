@@ -1,0 +1,89 @@
+//! Fault-tolerance scenarios (ULFM test-suite style, written for weft), run through
+//! `weft-run` with SIGKILL / SIGSTOP / node kills injected; every job has a hard timeout.
+//! Programs: `examples/ft_suite.rs` (one mode per scenario) and `examples/ft_buddy.rs`.
+
+mod common;
+use common::*;
+
+/// Run `ft_suite MODE` on `n` ranks; every survivor must report OK.
+fn suite(n: u32, launcher: &[&str], mode: &str, envs: &[(&str, &str)], survivors: &[u32]) -> String {
+    let out = weft_job_on(n, launcher, &example("ft_suite"), &[mode], envs, 60);
+    let (so, se) = text(&out);
+    assert!(!so.contains("FAILED"), "{mode}: stdout:\n{so}\nstderr:\n{se}");
+    for r in survivors {
+        assert!(
+            so.contains(&format!("ft_suite: rank {r} {mode} OK")),
+            "{mode}: rank {r} missing:\n{so}\n{se}"
+        );
+    }
+    print!("{so}");
+    so
+}
+
+#[test]
+fn errors_to_sender_receiver_wildcard_collective_and_scopes() {
+    suite(4, &[], "errors", &[], &[0, 1, 2]);
+}
+
+#[test]
+fn revoke_interrupts_pending_ops_then_revoke_shrink_100_times() {
+    suite(4, &[], "revoke", &[], &[0, 1, 2, 3]);
+}
+
+#[test]
+fn kill_during_revoke() {
+    suite(4, &[], "kill_revoke", &[], &[0, 2, 3]);
+}
+
+#[test]
+fn agree_with_failures_before_and_root_dying_during() {
+    suite(4, &[], "agree", &[], &[1, 2]);
+}
+
+#[test]
+fn kill_during_shrink() {
+    suite(4, &[], "shrink_kill", &[], &[0, 1, 3]);
+}
+
+#[test]
+fn concurrent_ishrinks_overlapping_traffic() {
+    suite(4, &[], "ishrinks", &[], &[0, 1, 2]);
+}
+
+#[test]
+fn uniform_barrier() {
+    suite(4, &[], "uniform", &[], &[0, 1, 2]);
+}
+
+#[test]
+fn whole_virtual_node_killed_during_agreements() {
+    // 6 ranks on 2 nodes (hierarchical bin/bin tree); node 1 (ranks 3..5) dies at 1.5 s.
+    let so = suite(6, &["--nodes", "2", "--kill-node", "1@1.5"], "node", &[], &[0, 1, 2]);
+    assert!(so.contains("after node kill: 3 survivors"), "{so}");
+}
+
+#[test]
+fn frozen_rank_declared_by_heartbeat_detector() {
+    let (period, timeout) = (20.0, 60.0);
+    let so =
+        suite(4, &[], "freeze", &[("WEFT_FT_HB_PERIOD", "20"), ("WEFT_FT_HB_TIMEOUT", "60")], &[0, 1, 2]);
+    for r in 0..3 {
+        let line = so
+            .lines()
+            .find(|l| l.starts_with(&format!("ft_suite: rank {r} frozen rank declared after")))
+            .unwrap_or_else(|| panic!("rank {r}: {so}"));
+        let ms: f64 = line.split("after ").nth(1).unwrap().trim_end_matches(" ms").parse().unwrap();
+        // Within timeout + one period (plus scheduling slack on an oversubscribed machine).
+        assert!(ms <= timeout + period + 40.0, "rank {r} declared after {ms} ms");
+    }
+}
+
+#[test]
+fn buddy_checkpoint_recovers_while_ishrink_in_flight() {
+    let out = weft_job(5, &example("ft_buddy"), &[], &[], 60);
+    let (so, se) = text(&out);
+    for r in [0, 1, 3, 4] {
+        assert!(so.contains(&format!("ft_buddy: rank {r} OK")), "stdout:\n{so}\nstderr:\n{se}");
+    }
+    print!("{so}");
+}
