@@ -26,6 +26,7 @@ pub(crate) struct Inner {
     cfg: Config,
     finalized: Cell<bool>,
     pub(crate) ft: weft_ft::Ft,
+    pub(crate) coll: RefCell<weft_coll::Coll>, // collectives state (src/coll.rs)
 }
 
 /// An initialised weft instance: the progress engine, its transports and the runtime.
@@ -66,8 +67,16 @@ pub fn init_with(cfg: Config) -> Result<Weft> {
         let rt: SharedRuntime = Rc::new(RefCell::new(weft_pmix::from_env()?));
         let mut engine = crate::init::wire(&cfg, rt.clone())?;
         let ft = crate::ft::install(&cfg, &rt, &mut engine)?;
+        let coll = RefCell::new(crate::coll::state(&cfg, &**rt.borrow())); // node map → coll
         Ok(Weft {
-            inner: Rc::new(Inner { engine: RefCell::new(engine), rt, cfg, finalized: Cell::new(false), ft }),
+            inner: Rc::new(Inner {
+                engine: RefCell::new(engine),
+                rt,
+                cfg,
+                finalized: Cell::new(false),
+                ft,
+                coll,
+            }),
         })
     })();
     if res.is_err() {

@@ -28,6 +28,22 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_FI_PROVIDER", default: "auto", help: "libfabric provider for inter-node traffic (auto = best RDM provider: verbs;ofi_rxm, cxi, efa, ..., tcp;ofi_rxm)" },
     Key { name: "WEFT_FI_DOMAIN", default: "auto", help: "libfabric domain (NIC / interface) to use, e.g. mlx5_0 or lo; auto = the provider's first" },
     Key { name: "WEFT_BIND", default: "core", help: "process binding: core (one core per local rank) | numa (the NUMA node of that core) | none" },
+    Key { name: "WEFT_COLL_BARRIER", default: "auto", help: "barrier algorithm: auto | bruck | binomial | knomial | flat | linear | binbin | binstar" },
+    Key { name: "WEFT_COLL_BCAST", default: "auto", help: "bcast algorithm: auto | binomial | knomial | flat | linear | binbin | binstar" },
+    Key { name: "WEFT_COLL_REDUCE", default: "auto", help: "reduce algorithm: auto | binomial | knomial | flat | linear | binbin | binstar" },
+    Key { name: "WEFT_COLL_ALLREDUCE", default: "auto", help: "allreduce algorithm: auto | recdbl | ring | rabenseifner | binomial | knomial | flat | linear | binbin | binstar" },
+    Key { name: "WEFT_COLL_GATHER", default: "auto", help: "gather algorithm: auto | binomial | linear" },
+    Key { name: "WEFT_COLL_GATHERV", default: "auto", help: "gatherv algorithm: auto | linear" },
+    Key { name: "WEFT_COLL_SCATTER", default: "auto", help: "scatter algorithm: auto | binomial | linear" },
+    Key { name: "WEFT_COLL_SCATTERV", default: "auto", help: "scatterv algorithm: auto | linear" },
+    Key { name: "WEFT_COLL_ALLGATHER", default: "auto", help: "allgather algorithm: auto | ring | recdbl | bruck" },
+    Key { name: "WEFT_COLL_ALLGATHERV", default: "auto", help: "allgatherv algorithm: auto | ring" },
+    Key { name: "WEFT_COLL_ALLTOALL", default: "auto", help: "alltoall algorithm: auto | pairwise | linear" },
+    Key { name: "WEFT_COLL_ALLTOALLV", default: "auto", help: "alltoallv algorithm: auto | pairwise | linear" },
+    Key { name: "WEFT_COLL_REDUCE_SCATTER", default: "auto", help: "reduce_scatter algorithm: auto | ring | pairwise | basic" },
+    Key { name: "WEFT_COLL_REDUCE_SCATTER_BLOCK", default: "auto", help: "reduce_scatter_block algorithm: auto | ring | pairwise | basic" },
+    Key { name: "WEFT_COLL_SCAN", default: "auto", help: "scan algorithm: auto | recdbl | linear" },
+    Key { name: "WEFT_COLL_EXSCAN", default: "auto", help: "exscan algorithm: auto | recdbl | linear" },
     Key { name: "WEFT_FT_HB_PERIOD", default: "off", help: "heartbeat failure detector (observation ring): period in ms between heartbeats; off = detector disabled" },
     Key { name: "WEFT_FT_HB_TIMEOUT", default: "auto", help: "heartbeat detector: silence in ms after which the observed rank is declared failed (auto = 3 periods)" },
 ];
@@ -62,6 +78,8 @@ pub struct Config {
     pub fi_domain: Option<String>,
     /// `WEFT_BIND`.
     pub bind: Bind,
+    /// `WEFT_COLL_<NAME>`: per-collective algorithm overrides.
+    pub coll: weft_coll::Overrides,
     /// `WEFT_FT_HB_PERIOD` in ms (`None` = detector off).
     pub ft_hb_period_ms: Option<u64>,
     /// `WEFT_FT_HB_TIMEOUT` in ms (`None` = three periods).
@@ -156,6 +174,11 @@ impl Config {
                         _ => Some(parse_num(&k, &v, 1u64)?),
                     }
                 }
+                k if k.starts_with("WEFT_COLL_") => match c.coll.set_env(k, &v) {
+                    Ok(true) => {}
+                    Ok(false) => return Err(bad(k, &v, "unknown collective (see `weft-info` for the list)")),
+                    Err(e) => return Err(bad(k, &v, &e.to_string())),
+                },
                 _ => return Err(bad(&k, &v, "unknown configuration key (see `weft-info` for the list)")),
             }
         }
@@ -191,6 +214,7 @@ impl Config {
             },
             "WEFT_FT_HB_PERIOD" => self.ft_hb_period_ms.map_or_else(|| "off".into(), |v| v.to_string()),
             "WEFT_FT_HB_TIMEOUT" => self.ft_hb_timeout_ms.map_or_else(|| "auto".into(), |v| v.to_string()),
+            k if k.starts_with("WEFT_COLL_") => return self.coll.env_value(k),
             _ => return None,
         })
     }
@@ -209,6 +233,7 @@ impl Default for Config {
             fi_provider: None,
             fi_domain: None,
             bind: Bind::Core,
+            coll: weft_coll::Overrides::default(),
             ft_hb_period_ms: None,
             ft_hb_timeout_ms: None,
         }

@@ -21,6 +21,8 @@
 mod api;
 /// The C ABI (`include/weft.h`): `extern "C"` functions prefixed `weft_`.
 pub mod capi;
+/// Collectives: blocking and non-blocking `impl Comm` methods, types and operations.
+pub mod coll;
 mod config;
 mod error;
 mod ft;

@@ -1,0 +1,30 @@
+//! Allreduce: recursive doubling, ring (reduce-scatter + allgather), Rabenseifner, or a tree
+//! reduce to rank 0 followed by a broadcast along the same tree (binomial, k-nomial, flat
+//! binary, star, bin/bin, bin/star).
+
+use crate::schedule::{Buf, Reg, Sb, Schedule};
+use crate::select::Alg;
+use crate::{rabenseifner, recdbl, ring, tree, Ctx};
+
+pub(crate) fn build(c: &Ctx, alg: Alg) -> Schedule {
+    let mut b = Sb::new();
+    let len = c.count * c.es;
+    let data = Reg::new(Buf::Recv, 0, len);
+    b.copy(Reg::new(Buf::Send, 0, len), data);
+    b.next();
+    match alg {
+        Alg::RecDbl => recdbl::allreduce(&mut b, c.rank, c.n, data),
+        Alg::Ring => {
+            let blocks = ring::even_blocks(c.count, c.n, c.es);
+            ring::reduce_scatter(&mut b, c.rank, c.n, Buf::Recv, &blocks);
+            ring::allgather(&mut b, c.rank, c.n, Buf::Recv, &blocks);
+        }
+        Alg::Rabenseifner => rabenseifner::allreduce(&mut b, c.rank, c.n, data, c.count, c.es),
+        a => {
+            let t = c.tree(a, 0);
+            tree::reduce(&mut b, &t, data);
+            tree::bcast(&mut b, &t, data, len.max(1));
+        }
+    }
+    b.finish()
+}

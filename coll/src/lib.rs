@@ -1,0 +1,624 @@
+//! `weft-coll`: the collectives of weft, as schedules progressed by the engine.
+//!
+//! A collective call is turned into a [`schedule::Schedule`] — a small DAG, kept in rounds,
+//! of send / receive / local-reduce / copy steps over byte regions of the caller's buffers and
+//! a scratch buffer — built once per (collective, communicator, algorithm, count, root, type
+//! size) and cached. A run of it is an engine [`weft_engine::Activity`] that posts
+//! `isend_coll` / `irecv_coll` on the communicator's internal context and completes a generic
+//! request; blocking calls are start + `wait`, so every collective is progressed by the same
+//! loop as point-to-point traffic, and any number of non-blocking collectives may be in
+//! flight at once on any communicators.
+//!
+//! **Tags.** Each communicator has a collective sequence number, advanced by every
+//! collective call (MPI requires every member to call collectives in the same order). A run
+//! uses tag `FIRST_COLL_TAG + seq` (modulo the tag space), so concurrent collectives on one
+//! communicator never match each other's messages; within one run, messages between two
+//! ranks are matched in order (non-overtaking), which every schedule here respects.
+//!
+//! **Hierarchy.** The engine does not know nodes. The facade hands [`Coll::new`] the
+//! runtime's node id of every world rank. Hierarchical algorithms (bin/bin, bin/star) compose
+//! a leader tree and per-node trees into one tree over the communicator's ranks and run it as
+//! point-to-point steps on the communicator itself, using node-local and leader rank lists
+//! computed from the node map (`hier.rs`). This needs no sub-communicators, hence no extra
+//! context ids and no collective communicator creation on first use; the price is that the
+//! hierarchy is fixed per call shape rather than reusing tuned flat algorithms inside each
+//! level (as Open MPI's `han` does with real sub-communicators).
+//!
+//! **Errors.** Invalid root → `InvalidRank`; null or short buffers, type/op mismatch, count
+//! / root / kind / type-size mismatch between ranks (carried in a 16-byte header of every
+//! eager-size message, checked by exact length otherwise) → `InvalidArg` with a message
+//! starting "collective argument mismatch". A failed peer → `ProcFailed`; the run then sends
+//! an abort header to every rank it still owed a message, so the error travels down the
+//! schedule instead of leaving ranks waiting.
+//!
+//! Modules: `schedule` (step DAG, builder, executor), `select` (names, overrides, defaults),
+//! `dtype`, `op`; algorithm families `tree`, `hier`, `recdbl`, `bruck`, `ring`,
+//! `rabenseifner`, `pairwise`; one module per collective.
+
+pub mod dtype;
+pub mod hier;
+pub mod op;
+pub mod schedule;
+pub mod select;
+pub mod tree;
+
+mod allgather;
+mod allreduce;
+mod alltoall;
+mod barrier;
+mod bcast;
+mod bruck;
+mod gather;
+mod pairwise;
+mod rabenseifner;
+mod recdbl;
+mod reduce;
+mod reduce_scatter;
+mod ring;
+mod scan;
+mod scatter;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use weft_engine::{CommId, Engine, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
+
+pub use dtype::{as_bytes, DType, Datatype, DoubleInt, FloatInt, IntInt};
+pub use op::{Op, UserFnPtr};
+pub use schedule::Schedule;
+pub use select::{Alg, Overrides};
+
+use schedule::{Check, Run, RunArgs};
+
+/// A collective operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// Barrier.
+    Barrier = 0,
+    /// Broadcast.
+    Bcast,
+    /// Reduce to a root.
+    Reduce,
+    /// Allreduce.
+    Allreduce,
+    /// Gather.
+    Gather,
+    /// Gather with per-rank counts.
+    Gatherv,
+    /// Scatter.
+    Scatter,
+    /// Scatter with per-rank counts.
+    Scatterv,
+    /// Allgather.
+    Allgather,
+    /// Allgather with per-rank counts.
+    Allgatherv,
+    /// All-to-all.
+    Alltoall,
+    /// All-to-all with per-rank counts.
+    Alltoallv,
+    /// Reduce-scatter with per-rank counts.
+    ReduceScatter,
+    /// Reduce-scatter with equal blocks.
+    ReduceScatterBlock,
+    /// Inclusive scan.
+    Scan,
+    /// Exclusive scan.
+    Exscan,
+}
+
+impl Kind {
+    /// Every collective.
+    pub const ALL: [Kind; 16] = [
+        Kind::Barrier,
+        Kind::Bcast,
+        Kind::Reduce,
+        Kind::Allreduce,
+        Kind::Gather,
+        Kind::Gatherv,
+        Kind::Scatter,
+        Kind::Scatterv,
+        Kind::Allgather,
+        Kind::Allgatherv,
+        Kind::Alltoall,
+        Kind::Alltoallv,
+        Kind::ReduceScatter,
+        Kind::ReduceScatterBlock,
+        Kind::Scan,
+        Kind::Exscan,
+    ];
+
+    /// Lower-case name (`allreduce`, `reduce_scatter_block`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Barrier => "barrier",
+            Kind::Bcast => "bcast",
+            Kind::Reduce => "reduce",
+            Kind::Allreduce => "allreduce",
+            Kind::Gather => "gather",
+            Kind::Gatherv => "gatherv",
+            Kind::Scatter => "scatter",
+            Kind::Scatterv => "scatterv",
+            Kind::Allgather => "allgather",
+            Kind::Allgatherv => "allgatherv",
+            Kind::Alltoall => "alltoall",
+            Kind::Alltoallv => "alltoallv",
+            Kind::ReduceScatter => "reduce_scatter",
+            Kind::ReduceScatterBlock => "reduce_scatter_block",
+            Kind::Scan => "scan",
+            Kind::Exscan => "exscan",
+        }
+    }
+
+    /// The environment override key, `WEFT_COLL_<NAME>`.
+    pub fn env_key(self) -> &'static str {
+        match self {
+            Kind::Barrier => "WEFT_COLL_BARRIER",
+            Kind::Bcast => "WEFT_COLL_BCAST",
+            Kind::Reduce => "WEFT_COLL_REDUCE",
+            Kind::Allreduce => "WEFT_COLL_ALLREDUCE",
+            Kind::Gather => "WEFT_COLL_GATHER",
+            Kind::Gatherv => "WEFT_COLL_GATHERV",
+            Kind::Scatter => "WEFT_COLL_SCATTER",
+            Kind::Scatterv => "WEFT_COLL_SCATTERV",
+            Kind::Allgather => "WEFT_COLL_ALLGATHER",
+            Kind::Allgatherv => "WEFT_COLL_ALLGATHERV",
+            Kind::Alltoall => "WEFT_COLL_ALLTOALL",
+            Kind::Alltoallv => "WEFT_COLL_ALLTOALLV",
+            Kind::ReduceScatter => "WEFT_COLL_REDUCE_SCATTER",
+            Kind::ReduceScatterBlock => "WEFT_COLL_REDUCE_SCATTER_BLOCK",
+            Kind::Scan => "WEFT_COLL_SCAN",
+            Kind::Exscan => "WEFT_COLL_EXSCAN",
+        }
+    }
+
+    /// The communicator info key, `coll_<name>`.
+    pub fn info_key(self) -> String {
+        format!("coll_{}", self.name())
+    }
+
+    /// From a wire code.
+    pub fn from_code(c: u8) -> Option<Kind> {
+        Kind::ALL.get(c as usize).copied()
+    }
+
+    fn rooted(self) -> bool {
+        matches!(
+            self,
+            Kind::Bcast | Kind::Reduce | Kind::Gather | Kind::Gatherv | Kind::Scatter | Kind::Scatterv
+        )
+    }
+
+    fn reduces(self) -> bool {
+        matches!(
+            self,
+            Kind::Reduce
+                | Kind::Allreduce
+                | Kind::ReduceScatter
+                | Kind::ReduceScatterBlock
+                | Kind::Scan
+                | Kind::Exscan
+        )
+    }
+
+    fn is_v(self) -> bool {
+        matches!(
+            self,
+            Kind::Gatherv | Kind::Scatterv | Kind::Allgatherv | Kind::Alltoallv | Kind::ReduceScatter
+        )
+    }
+}
+
+/// Arguments of one collective call (counts and displacements in elements).
+///
+/// `count` is: the element count (bcast, reduce, allreduce, scan, exscan); the per-rank block
+/// (gather, scatter, allgather, alltoall, reduce_scatter_block); this rank's send count
+/// (gatherv, allgatherv) or receive count (scatterv). Unused slices may be empty; `rcounts`
+/// of gatherv and `scounts`/`sdispls` of scatterv are read at the root only.
+#[derive(Clone, Debug)]
+pub struct Spec<'a> {
+    /// The collective.
+    pub kind: Kind,
+    /// Send buffer (may be null when its length is 0).
+    pub send: *const u8,
+    /// Send buffer length in bytes.
+    pub send_len: usize,
+    /// Receive (or in/out) buffer.
+    pub recv: *mut u8,
+    /// Receive buffer length in bytes.
+    pub recv_len: usize,
+    /// Element type.
+    pub dtype: DType,
+    /// Reduction (reducing collectives only).
+    pub op: Option<Op>,
+    /// See the type's documentation.
+    pub count: usize,
+    /// Root (rooted collectives).
+    pub root: u32,
+    /// Per-rank send counts.
+    pub scounts: &'a [usize],
+    /// Per-rank send displacements.
+    pub sdispls: &'a [usize],
+    /// Per-rank receive counts.
+    pub rcounts: &'a [usize],
+    /// Per-rank receive displacements.
+    pub rdispls: &'a [usize],
+}
+
+impl Spec<'_> {
+    /// A spec with no buffers, counts or operation.
+    pub fn new(kind: Kind, dtype: DType) -> Spec<'static> {
+        Spec {
+            kind,
+            send: std::ptr::null(),
+            send_len: 0,
+            recv: std::ptr::null_mut(),
+            recv_len: 0,
+            dtype,
+            op: None,
+            count: 0,
+            root: 0,
+            scounts: &[],
+            sdispls: &[],
+            rcounts: &[],
+            rdispls: &[],
+        }
+    }
+}
+
+/// What schedule builders see.
+pub(crate) struct Ctx<'a> {
+    pub rank: u32,
+    pub n: u32,
+    pub es: usize,
+    pub count: usize,
+    pub root: u32,
+    pub nodes: &'a [u32],
+    pub commute: bool,
+    pub scounts: &'a [usize],
+    pub sdispls: &'a [usize],
+    pub rcounts: &'a [usize],
+    pub rdispls: &'a [usize],
+}
+
+impl Ctx<'_> {
+    /// The tree of a tree-shaped algorithm, rooted at `root`.
+    pub(crate) fn tree(&self, alg: Alg, root: u32) -> tree::Tree {
+        use tree::Shape;
+        match alg {
+            Alg::Knomial => tree::flat(Shape::Knomial(4), self.rank, self.n, root),
+            Alg::Flat => tree::flat(Shape::Binary, self.rank, self.n, root),
+            Alg::Linear => tree::flat(Shape::Star, self.rank, self.n, root),
+            Alg::BinBin => hier::tree(self.nodes, self.rank, root, Shape::Binary, Shape::Binary),
+            Alg::BinStar => hier::tree(self.nodes, self.rank, root, Shape::Binary, Shape::Star),
+            _ => tree::flat(Shape::Knomial(2), self.rank, self.n, root),
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    comm: CommId,
+    kind: Kind,
+    alg: Alg,
+    count: usize,
+    root: u32,
+    es: usize,
+    commute: bool,
+}
+
+#[derive(Default)]
+struct PerComm {
+    seq: u32,
+    info: Overrides,
+    nodes: Option<Rc<[u32]>>,
+}
+
+/// Largest number of cached schedules before the cache is emptied.
+const CACHE_MAX: usize = 1024;
+
+/// The collectives state of one process.
+pub struct Coll {
+    node_of_world: Vec<u32>,
+    env: Overrides,
+    comms: HashMap<CommId, PerComm>,
+    cache: HashMap<Key, Rc<Schedule>>,
+    stage_max: usize,
+}
+
+fn max_end(counts: &[usize], displs: &[usize]) -> usize {
+    counts.iter().zip(displs).map(|(c, d)| c + d).max().unwrap_or(0)
+}
+
+impl Coll {
+    /// State for a process whose world rank `w` lives on node `node_of_world[w]`; messages of
+    /// up to `stage_max` bytes (the eager limit) carry the checking header.
+    pub fn new(node_of_world: Vec<u32>, stage_max: usize) -> Coll {
+        Coll {
+            node_of_world,
+            env: Overrides::default(),
+            comms: HashMap::new(),
+            cache: HashMap::new(),
+            stage_max: stage_max.max(schedule::HDR),
+        }
+    }
+
+    /// Set the process-wide overrides (from `WEFT_COLL_*`).
+    pub fn set_overrides(&mut self, o: Overrides) {
+        self.env = o;
+    }
+
+    /// Set a communicator info key: `coll_<name>` = algorithm name (or `auto`).
+    pub fn set_info(&mut self, c: CommId, key: &str, value: &str) -> Result<()> {
+        let kind = Kind::ALL
+            .into_iter()
+            .find(|k| k.info_key() == key)
+            .ok_or_else(|| Error::InvalidArg(format!("unknown collective info key {key:?}")))?;
+        self.comms.entry(c).or_default().info.set(kind, value)
+    }
+
+    fn nodes(&mut self, e: &Engine, c: CommId) -> Result<Rc<[u32]>> {
+        let pc = self.comms.entry(c).or_default();
+        if let Some(n) = &pc.nodes {
+            return Ok(n.clone());
+        }
+        let g = e.comm_group(c)?;
+        let n: Rc<[u32]> =
+            g.iter().map(|&w| self.node_of_world.get(w as usize).copied().unwrap_or(0)).collect();
+        pc.nodes = Some(n.clone());
+        Ok(n)
+    }
+
+    /// The algorithm a call with `spec` on `c` would use.
+    pub fn algorithm(&mut self, e: &Engine, c: CommId, spec: &Spec) -> Result<Alg> {
+        let n = e.comm_size(c)?;
+        let nodes = self.nodes(e, c)?;
+        Ok(self.pick(c, spec, n, &nodes))
+    }
+
+    fn pick(&self, c: CommId, spec: &Spec, n: u32, nodes: &[u32]) -> Alg {
+        let over = self.comms.get(&c).and_then(|p| p.info.get(spec.kind)).or(self.env.get(spec.kind));
+        let s = select::Shape {
+            n,
+            bytes: spec.count * spec.dtype.size(),
+            nodes: hier::node_count(nodes),
+            commute: spec.op.as_ref().is_none_or(|o| o.commutative()),
+        };
+        select::choose(spec.kind, over, &s)
+    }
+
+    /// Bytes this rank's send and receive buffers must hold.
+    fn needs(spec: &Spec, rank: u32, n: u32) -> Result<(usize, usize)> {
+        let (k, es, c, n_) = (spec.kind, spec.dtype.size(), spec.count, n as usize);
+        let root = rank == spec.root;
+        let want = |v: &[usize], what: &str| -> Result<()> {
+            if v.len() < n_ {
+                Err(Error::InvalidArg(format!(
+                    "{}: {what} has {} entries, the communicator {n}",
+                    k.name(),
+                    v.len()
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        let (s, r) = match k {
+            Kind::Barrier => (0, 0),
+            Kind::Bcast => (0, c),
+            Kind::Reduce => (c, if root { c } else { 0 }),
+            Kind::Allreduce | Kind::Scan | Kind::Exscan => (c, c),
+            Kind::Gather => (c, if root { n_ * c } else { 0 }),
+            Kind::Gatherv => {
+                if root {
+                    want(spec.rcounts, "recvcounts")?;
+                    want(spec.rdispls, "displs")?;
+                    if spec.rcounts[rank as usize] != c {
+                        return Err(Error::InvalidArg(format!(
+                            "gatherv: root's recvcounts[{rank}] = {} but its send count is {c}",
+                            spec.rcounts[rank as usize]
+                        )));
+                    }
+                }
+                (c, if root { max_end(spec.rcounts, spec.rdispls) } else { 0 })
+            }
+            Kind::Scatter => (if root { n_ * c } else { 0 }, c),
+            Kind::Scatterv => {
+                if root {
+                    want(spec.scounts, "sendcounts")?;
+                    want(spec.sdispls, "displs")?;
+                }
+                (if root { max_end(spec.scounts, spec.sdispls) } else { 0 }, c)
+            }
+            Kind::Allgather => (c, n_ * c),
+            Kind::Allgatherv => {
+                want(spec.rcounts, "recvcounts")?;
+                want(spec.rdispls, "displs")?;
+                if spec.rcounts[rank as usize] != c {
+                    return Err(Error::InvalidArg(format!(
+                        "allgatherv: recvcounts[{rank}] = {} but the send count is {c}",
+                        spec.rcounts[rank as usize]
+                    )));
+                }
+                (c, max_end(spec.rcounts, spec.rdispls))
+            }
+            Kind::Alltoall => (n_ * c, n_ * c),
+            Kind::Alltoallv => {
+                for (v, w) in [(spec.scounts, "sendcounts"), (spec.sdispls, "sdispls")] {
+                    want(v, w)?;
+                }
+                for (v, w) in [(spec.rcounts, "recvcounts"), (spec.rdispls, "rdispls")] {
+                    want(v, w)?;
+                }
+                (max_end(spec.scounts, spec.sdispls), max_end(spec.rcounts, spec.rdispls))
+            }
+            Kind::ReduceScatterBlock => (n_ * c, c),
+            Kind::ReduceScatter => {
+                want(spec.rcounts, "recvcounts")?;
+                (spec.rcounts[..n_].iter().sum(), spec.rcounts[rank as usize])
+            }
+        };
+        Ok((s * es, r * es))
+    }
+
+    fn validate(spec: &Spec, rank: u32, n: u32) -> Result<()> {
+        if spec.kind.rooted() && spec.root >= n {
+            return Err(Error::InvalidRank { rank: spec.root as i64, size: n });
+        }
+        if spec.kind.reduces() {
+            match &spec.op {
+                None => {
+                    return Err(Error::InvalidArg(format!(
+                        "{} needs a reduction operation",
+                        spec.kind.name()
+                    )))
+                }
+                Some(op) => op.check(spec.dtype)?,
+            }
+        }
+        let (s, r) = Self::needs(spec, rank, n)?;
+        for (ptr_null, len, need, what) in [
+            (spec.send.is_null(), spec.send_len, s, "send"),
+            (spec.recv.is_null(), spec.recv_len, r, "receive"),
+        ] {
+            if need > 0 && ptr_null {
+                return Err(Error::InvalidArg(format!(
+                    "{}: null {what} buffer with nonzero count",
+                    spec.kind.name()
+                )));
+            }
+            if len < need {
+                return Err(Error::InvalidArg(format!(
+                    "{}: {what} buffer of {len} bytes, {need} needed",
+                    spec.kind.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Start a collective on `c`; returns a generic request completed when it is done (wait
+    /// for it with the engine's test/wait).
+    ///
+    /// # Safety
+    /// `spec.send` must stay valid for reads of `spec.send_len` bytes and `spec.recv` for
+    /// reads and writes of `spec.recv_len` bytes (and not be used otherwise) until the request
+    /// has completed.
+    pub unsafe fn start(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<ReqId> {
+        let (rank, n) = (e.comm_rank(c)?, e.comm_size(c)?);
+        Self::validate(spec, rank, n)?;
+        let nodes = self.nodes(e, c)?;
+        let pc = self.comms.get_mut(&c).expect("created by nodes()");
+        let seq = pc.seq;
+        pc.seq = pc.seq.wrapping_add(1);
+        let tag = FIRST_COLL_TAG + (seq % (MAX_TAG - FIRST_COLL_TAG) as u32) as i32;
+        let req = e.new_request(c)?;
+        let empty = !spec.kind.is_v() && spec.count == 0 && spec.kind != Kind::Barrier;
+        if empty {
+            e.complete_request(req, Ok(Status::default()));
+            return Ok(req);
+        }
+        let alg = self.pick(c, spec, n, &nodes);
+        let es = spec.dtype.size();
+        let commute = spec.op.as_ref().is_none_or(|o| o.commutative());
+        let ctx = Ctx {
+            rank,
+            n,
+            es,
+            count: spec.count,
+            root: spec.root,
+            nodes: &nodes,
+            commute,
+            scounts: spec.scounts,
+            sdispls: spec.sdispls,
+            rcounts: spec.rcounts,
+            rdispls: spec.rdispls,
+        };
+        let sched = if spec.kind.is_v() {
+            Rc::new(build(&ctx, spec.kind, alg))
+        } else {
+            let key = Key { comm: c, kind: spec.kind, alg, count: spec.count, root: spec.root, es, commute };
+            if self.cache.len() >= CACHE_MAX && !self.cache.contains_key(&key) {
+                self.cache.clear();
+            }
+            self.cache.entry(key).or_insert_with(|| Rc::new(build(&ctx, spec.kind, alg))).clone()
+        };
+        let check = Check {
+            kind: spec.kind as u8,
+            esize: es.min(255) as u8,
+            op: spec.op.as_ref().map_or(0, |o| o.code()),
+            root: if spec.kind.rooted() { spec.root } else { u32::MAX },
+            count: if spec.kind.is_v() { u64::MAX } else { spec.count as u64 },
+        };
+        let args = RunArgs {
+            send: spec.send,
+            send_len: spec.send_len,
+            recv: spec.recv,
+            recv_len: spec.recv_len,
+            dt: spec.dtype,
+            op: spec.op.clone(),
+            check,
+        };
+        schedule::launch(e, Run::new(sched, c, tag, args, req, self.stage_max));
+        Ok(req)
+    }
+
+    /// Start and wait (blocking collective).
+    ///
+    /// # Safety
+    /// As [`Coll::start`] (the buffers need only live for the call).
+    pub unsafe fn run(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<()> {
+        // SAFETY: forwarded; the request is waited for before returning.
+        let id = unsafe { self.start(e, c, spec)? };
+        e.wait(id).map(|_| ())
+    }
+
+    /// The schedule a rank would run (for tests and diagnostics).
+    #[allow(clippy::too_many_arguments)]
+    pub fn schedule_for(
+        &self,
+        kind: Kind,
+        alg: Alg,
+        rank: u32,
+        n: u32,
+        count: usize,
+        es: usize,
+        nodes: &[u32],
+    ) -> Schedule {
+        let ctx = Ctx {
+            rank,
+            n,
+            es,
+            count,
+            root: 0,
+            nodes,
+            commute: true,
+            scounts: &[],
+            sdispls: &[],
+            rcounts: &[],
+            rdispls: &[],
+        };
+        build(&ctx, kind, alg)
+    }
+}
+
+fn build(c: &Ctx, kind: Kind, alg: Alg) -> Schedule {
+    match kind {
+        Kind::Barrier => barrier::build(c, alg),
+        Kind::Bcast => bcast::build(c, alg),
+        Kind::Reduce => reduce::build(c, alg),
+        Kind::Allreduce => allreduce::build(c, alg),
+        Kind::Gather => gather::build(c, alg),
+        Kind::Gatherv => gather::build_v(c),
+        Kind::Scatter => scatter::build(c, alg),
+        Kind::Scatterv => scatter::build_v(c),
+        Kind::Allgather => allgather::build(c, alg),
+        Kind::Allgatherv => allgather::build_v(c),
+        Kind::Alltoall => alltoall::build(c, alg),
+        Kind::Alltoallv => alltoall::build_v(c, alg),
+        Kind::ReduceScatterBlock => reduce_scatter::build(c, alg, &vec![c.count; c.n as usize]),
+        Kind::ReduceScatter => reduce_scatter::build(c, alg, &c.rcounts[..c.n as usize]),
+        Kind::Scan => scan::build(c, alg, false),
+        Kind::Exscan => scan::build(c, alg, true),
+    }
+}
