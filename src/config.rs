@@ -19,7 +19,7 @@ pub struct Key {
 /// Every configuration key weft reads.
 pub const KEYS: &[Key] = &[
     Key { name: "WEFT_PROGRESS", default: "poll", help: "idle behaviour of blocking calls: poll (spin) | yield (sched_yield after a short spin; for more ranks than cores)" },
-    Key { name: "WEFT_EAGER_LIMIT", default: "16384", help: "largest message sent eagerly (bytes); larger ones use single-copy rendezvous" },
+    Key { name: "WEFT_EAGER_LIMIT", default: "16384", help: "largest message sent eagerly (bytes); larger ones use single-copy rendezvous (socket-based libfabric providers use at least 65536)" },
     Key { name: "WEFT_SHM_BUDGET", default: "4194304", help: "bytes of inbound ring space per rank, shared among its local peers" },
     Key { name: "WEFT_SHM_RING_MIN", default: "16384", help: "smallest ring per peer pair (bytes, power of two)" },
     Key { name: "WEFT_SHM_RING_MAX", default: "524288", help: "largest ring per peer pair (bytes, power of two)" },
@@ -49,8 +49,16 @@ pub const KEYS: &[Key] = &[
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
-const LAUNCHER_VARS: &[&str] =
-    &["WEFT_RUN_SOCK", "WEFT_RANK", "WEFT_SIZE", "WEFT_JOBID", "WEFT_NODE", "WEFT_LOCAL_RANKS", "WEFT_RUN"];
+const LAUNCHER_VARS: &[&str] = &[
+    "WEFT_RUN_SOCK",
+    "WEFT_RANK",
+    "WEFT_SIZE",
+    "WEFT_JOBID",
+    "WEFT_NODE",
+    "WEFT_LOCAL_RANKS",
+    "WEFT_HOST_SLOT",
+    "WEFT_RUN",
+];
 
 /// Progress mode (`WEFT_PROGRESS`).
 pub use weft_engine::ProgressMode;

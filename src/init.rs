@@ -50,7 +50,11 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
         let r = rt.borrow();
         (r.rank(), r.size(), r.local_peers().to_vec())
     };
-    let local_rank = local.iter().position(|&p| p == me).unwrap_or(0) as u32;
+    // Virtual nodes (weft-run --nodes) share one host's cores: bind by the host-wide slot the
+    // launcher exports, not by the node-local rank (which would put every node's first rank
+    // on core 0).
+    let host_slot = std::env::var(weft_pmix::launcher::ENV_HOST_SLOT).ok().and_then(|v| v.parse().ok());
+    let local_rank = host_slot.unwrap_or_else(|| local.iter().position(|&p| p == me).unwrap_or(0) as u32);
     crate::topology::bind_self(cfg.bind, local_rank)?;
     let plan = plan(cfg, &**rt.borrow())?;
     let mut engine = Engine::new(
@@ -59,7 +63,8 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
         EngineConfig {
             progress: cfg.progress,
             slow_period: Duration::from_micros(cfg.slow_period_us),
-            eager_limit: cfg.eager_limit,
+            // Each transport applies WEFT_EAGER_LIMIT itself (a socket provider raises it).
+            eager_limit: usize::MAX,
         },
     );
 

@@ -48,6 +48,9 @@ pub struct OfiConfig {
     pub domain: Option<String>,
     /// Largest eager payload (default 16 KiB); receive buffers are this plus the 24-byte header.
     pub eager_limit: usize,
+    /// Eager limit floor for providers that emulate RMA over sockets (`tcp`, `sockets`,
+    /// `udp`, `net`), where a rendezvous read costs several round trips (default 64 KiB).
+    pub eager_limit_emulated_rma: usize,
     /// Idle registrations kept by the registration cache (default 256; 0 disables caching).
     pub rcache_entries: usize,
     /// Pre-posted receive buffers (default 128; capped by the provider's rx queue size).
@@ -64,6 +67,7 @@ impl Default for OfiConfig {
             provider: None,
             domain: None,
             eager_limit: 16 << 10,
+            eager_limit_emulated_rma: 64 << 10,
             rcache_entries: 256,
             rx_buffers: 128,
             tx_buffers: 64,
@@ -334,6 +338,15 @@ impl OfiTransport {
         let info = info::select(cfg.provider.as_deref(), cfg.domain.as_deref())?;
         let e = info.first().expect("select returns one entry");
         let mode = MrMode::from_bits(e.mr_mode(), e.mr_key_size())?;
+        // Socket-based providers emulate RMA reads with extra messages, so a rendezvous costs
+        // several round trips: send mid-size messages eagerly through them instead.
+        let prov = e.provider();
+        let emulated_rma = ["tcp", "sockets", "udp", "net"].iter().any(|p| prov.split(';').any(|x| x == *p));
+        let mut cfg = cfg.clone();
+        if emulated_rma {
+            cfg.eager_limit = cfg.eager_limit.max(cfg.eager_limit_emulated_rma);
+        }
+        let cfg = &cfg;
         let msg = cfg.eager_limit + Header::SIZE;
         let max_msg = e.max_msg_size();
         if max_msg != 0 && msg > max_msg {

@@ -11,6 +11,7 @@
 //! | `WEFT_JOBID`       | job identifier unique on this host (`weft-<pid>-<random>`)     |
 //! | `WEFT_NODE`        | (virtual) node id of this process, dense from 0                |
 //! | `WEFT_LOCAL_RANKS` | comma-separated ranks on this node, increasing, self included  |
+//! | `WEFT_HOST_SLOT`   | this process's index among all ranks on the physical host (for core binding: virtual nodes share the host's cores) |
 //!
 //! With `weft-run --nodes K` / `--map` the ranks are spread over K virtual nodes in contiguous
 //! blocks; the node of *every* rank arrives in the launcher's WELCOME frame (protocol version
@@ -60,6 +61,9 @@ pub const ENV_JOBID: &str = "WEFT_JOBID";
 pub const ENV_NODE: &str = "WEFT_NODE";
 /// Comma-separated list of the ranks on this process's node.
 pub const ENV_LOCAL_RANKS: &str = "WEFT_LOCAL_RANKS";
+/// Index of this process among all ranks on the physical host. Virtual nodes share the
+/// host's cores, so binding must use this rather than the node-local rank.
+pub const ENV_HOST_SLOT: &str = "WEFT_HOST_SLOT";
 
 /// How long `connect` waits for the launcher's WELCOME.
 const WELCOME_TIMEOUT: Duration = Duration::from_secs(30);

@@ -223,6 +223,7 @@ pub fn spawn_rank(spec: &SpawnSpec<'_>, rank: u32, pgid: Option<Pid>) -> io::Res
         .env(weft_pmix::launcher::ENV_JOBID, spec.job_id)
         .env(weft_pmix::launcher::ENV_NODE, node.to_string())
         .env(weft_pmix::launcher::ENV_LOCAL_RANKS, &spec.local_lists[node])
+        .env(weft_pmix::launcher::ENV_HOST_SLOT, rank.to_string())
         .process_group(pgid.map(|p| p.as_raw()).unwrap_or(0))
         .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });
     let parent = nix::unistd::getpid().as_raw();
