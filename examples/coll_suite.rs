@@ -6,6 +6,10 @@
 //! - `overlap`: several non-blocking collectives outstanding on different communicators,
 //!   completed in reverse / any order;
 //! - `errors`: invalid root, short buffers, count and root mismatches give typed errors;
+//! - `icount BENCH ITERS`: ITERS calls of one 8-byte collective (`allreduce`, `barrier`,
+//!   `bcast`, or `pingpong` for a point-to-point send+receive round trip), for instruction
+//!   counting under `valgrind --tool=callgrind` (run it twice with different ITERS and take
+//!   the difference per call);
 //! - `counter`: prints `counter <alg> <messages>`: messages sent over the network
 //!   transport ("ofi") by one small allreduce, summed over ranks (rank 0 prints).
 
@@ -212,15 +216,31 @@ fn overlap(wf: &weft::Weft, w: &Comm) -> R<()> {
             comms[0].ibcast(s, &mut bc, (1 % n) as u32)?,
             comms[1].ibarrier(s)?,
         ];
-        // Odd ranks wait in reverse order, even ranks with wait_any.
-        if me % 2 == 1 {
-            while let Some(r) = reqs.pop() {
-                r.wait()?;
+        // Odd ranks complete them in reverse order, even ranks in whatever order they finish.
+        // A watchdog dumps the engine state if this takes far too long (diagnosing a hang).
+        let t0 = std::time::Instant::now();
+        while !reqs.is_empty() {
+            let i = if me % 2 == 1 { reqs.len() - 1 } else { 0 };
+            let mut done = None;
+            for (k, r) in reqs.iter_mut().enumerate().skip(i) {
+                if r.test()?.is_some() {
+                    done = Some(k);
+                    break;
+                }
+                if me % 2 == 1 {
+                    break;
+                }
             }
-        } else {
-            while !reqs.is_empty() {
-                let (i, _) = weft::wait_any(&mut reqs)?;
-                reqs.remove(i);
+            if let Some(k) = done {
+                reqs.remove(k);
+            }
+            if t0.elapsed() > std::time::Duration::from_secs(15) {
+                eprintln!(
+                    "overlap: rank {me} stuck with {} requests left:\n{}",
+                    reqs.len(),
+                    wf.debug_state()
+                );
+                std::process::exit(3);
             }
         }
         Ok(())
@@ -319,7 +339,7 @@ fn counter(wf: &weft::Weft, w: &Comm) -> R<()> {
 fn lat(w: &Comm) -> R<()> {
     let iters = 10000;
     let (s, mut r) = (vec![1.0f32; 2], vec![0.0f32; 2]);
-    let mut b = vec![0u8; 8];
+    let mut b = [0u8; 8];
     for bench in ["allreduce", "barrier", "bcast"] {
         let sizes: Vec<usize> = match bench {
             "barrier" => vec![0],
@@ -355,6 +375,36 @@ fn lat(w: &Comm) -> R<()> {
     Ok(())
 }
 
+/// `icount BENCH ITERS`: see the module documentation.
+fn icount(w: &Comm) -> R<()> {
+    let mut args = std::env::args().skip(2);
+    let bench = args.next().unwrap_or_else(|| "allreduce".into());
+    let iters: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let (s, mut r) = ([1.0f32; 2], [0.0f32; 2]);
+    let mut b = [0u8; 8];
+    let peer = 1 - w.rank().min(1);
+    w.barrier()?;
+    for _ in 0..iters {
+        match bench.as_str() {
+            "allreduce" => w.allreduce(&s, &mut r, Op::Sum)?,
+            "barrier" => w.coll_barrier()?,
+            "bcast" => w.bcast(&mut b, 0)?,
+            _ if w.rank() == 0 => {
+                w.send(&b, peer, 1)?;
+                w.recv(&mut b, peer as i32, 1)?;
+            }
+            _ if w.rank() == 1 => {
+                w.recv(&mut b, peer as i32, 1)?;
+                w.send(&b, peer, 1)?;
+            }
+            _ => {}
+        }
+    }
+    w.barrier()?;
+    check(bench != "allreduce" || r[0] == w.size() as f32, || format!("allreduce gave {r:?}"));
+    Ok(())
+}
+
 fn main() {
     let wf = weft::init().expect("init");
     let w = wf.world();
@@ -365,6 +415,7 @@ fn main() {
         "errors" => errors(&w),
         "counter" => counter(&wf, &w),
         "lat" => lat(&w),
+        "icount" => icount(&w),
         m => {
             eprintln!("unknown mode {m}");
             std::process::exit(2)

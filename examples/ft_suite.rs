@@ -315,10 +315,21 @@ fn shrink_kill(w: &Weft, c: &Comm, me: u32, n: u32) {
         }
     };
     let t1 = t.elapsed();
+    if std::env::var_os("FT_DEBUG").is_some() {
+        eprintln!("rank {me}: ishrink done, size {}", s.size());
+    }
     // The dead rank may or may not be in it (if it contributed before dying): shrink again.
-    while s.barrier().is_err() {
+    // A plain barrier can succeed at some ranks and fail at others (only the ranks whose
+    // partners include the dead one see it), which would send them down different paths;
+    // the uniform barrier agrees on one outcome everywhere.
+    ok("uniform", s.set_uniform(true));
+    while let Err(e) = s.barrier() {
+        if std::env::var_os("FT_DEBUG").is_some() {
+            eprintln!("rank {me}: barrier on size {} failed: {e}", s.size());
+        }
         ok("ack", s.ack_failed());
         s = ok("reshrink", s.shrink());
+        ok("uniform", s.set_uniform(true));
     }
     if s.size() != n - 1 {
         fail(format!("final size {}", s.size()));
@@ -391,6 +402,11 @@ fn ishrinks(w: &Weft, c: &Comm, me: u32, n: u32) {
 /// A whole virtual node dies during repeated agreements (hierarchical tree).
 fn node(w: &Weft, c: &Comm, me: u32, n: u32) {
     let _ = n;
+    // `FT_KILL_NODE=NODE@MS`: rank 0 has the launcher kill that node MS ms after init, so the
+    // kill lands during the agreements however long init took on a loaded machine.
+    if let (0, Ok(spec)) = (me, std::env::var("FT_KILL_NODE")) {
+        kill_node_later(&spec);
+    }
     let t = Instant::now();
     loop {
         match c.agree(1) {
@@ -403,9 +419,14 @@ fn node(w: &Weft, c: &Comm, me: u32, n: u32) {
         }
     }
     let mut s = ok("shrink", c.shrink());
-    while s.barrier().is_err() {
+    ok("uniform", s.set_uniform(true));
+    while let Err(e) = s.barrier() {
+        if std::env::var_os("FT_DEBUG").is_some() {
+            eprintln!("rank {me}: barrier on size {} failed: {e}", s.size());
+        }
         ok("ack", s.ack_failed());
         s = ok("reshrink", s.shrink());
+        ok("uniform", s.set_uniform(true));
     }
     let _ = w;
     println!("ft_suite: rank {me} after node kill: {} survivors", s.size());
@@ -481,4 +502,18 @@ fn uniform(w: &Weft, c: &Comm, me: u32, n: u32) {
     let s = ok("shrink", c.shrink());
     ok("uniform", s.set_uniform(true));
     ok("barrier", s.barrier());
+}
+
+/// Ask `weft-run` (through a control connection of its own, independent of the engine) to
+/// SIGKILL every rank of a node after a delay; `spec` is `NODE@MS`.
+fn kill_node_later(spec: &str) {
+    let (node, ms) = spec.split_once('@').unwrap_or_else(|| fail(format!("bad FT_KILL_NODE {spec}")));
+    let node: u32 = node.parse().unwrap_or_else(|_| fail(format!("bad node in {spec}")));
+    let ms: u64 = ms.parse().unwrap_or_else(|_| fail(format!("bad delay in {spec}")));
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(ms));
+        let mut ctl = weft_pmix::launcher::LauncherControl::connect()
+            .unwrap_or_else(|e| fail(format!("launcher control: {e}")));
+        ctl.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node: {e}")));
+    });
 }

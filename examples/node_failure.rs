@@ -27,6 +27,19 @@ fn main() {
         let _ = c.recv(&mut b, weft::ANY_SOURCE, 77);
         fail("victim survived".into());
     }
+    // `NODE_KILL=NODE@MS`: rank 0 has the launcher kill that node MS ms from now (after init,
+    // however long init took), while the survivors are blocked in their receives.
+    if let (0, Ok(spec)) = (me, std::env::var("NODE_KILL")) {
+        let (node, ms) = spec.split_once('@').unwrap_or_else(|| fail(format!("bad NODE_KILL {spec}")));
+        let node: u32 = node.parse().unwrap_or_else(|_| fail(format!("bad node in {spec}")));
+        let ms: u64 = ms.parse().unwrap_or_else(|_| fail(format!("bad delay in {spec}")));
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            let mut ctl = weft_pmix::launcher::LauncherControl::connect()
+                .unwrap_or_else(|e| fail(format!("launcher control: {e}")));
+            ctl.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node: {e}")));
+        });
+    }
     let survivors: Vec<u32> = (0..c.size()).filter(|r| !victims.contains(r)).collect();
     let idx = survivors.iter().position(|&r| r == me).unwrap();
     let target = victims[idx % victims.len()];

@@ -128,6 +128,12 @@ impl Weft {
         e.transport_names().into_iter().zip(e.stats().sent_by_transport.iter().copied()).collect()
     }
 
+    /// A human-readable dump of the engine's queues and pending requests, for diagnosing
+    /// a hang (what each rank is waiting for).
+    pub fn debug_state(&self) -> String {
+        self.inner.engine.borrow_mut().debug_state()
+    }
+
     /// World ranks known to have failed, in order of detection.
     pub fn failed_world_ranks(&self) -> Vec<u32> {
         self.inner.engine.borrow().failed_world_ranks().to_vec()
@@ -288,7 +294,13 @@ impl Comm {
 
     /// Block until every member has entered the barrier.
     pub fn barrier(&self) -> Result<()> {
-        let r = self.eng().barrier(self.id);
+        // The collectives engine's barrier: on an error it sends an abort along the schedule,
+        // so a rank whose partners are alive does not wait for one that bailed out (the
+        // engine's internal barrier, used for communicator creation, does not).
+        let r = self.coll_barrier().map_err(|e| match e {
+            Error::Engine(x) => x,
+            other => EngineError::InvalidArg(other.to_string()),
+        });
         crate::ft::uniform_after(self, r) // FT hook: uniform mode (src/ft.rs)
     }
 

@@ -65,13 +65,13 @@ fn spec<'a>(
 const NONE: (*const u8, usize) = (std::ptr::null(), 0);
 
 impl Comm {
-    /// Blocking: start and wait.
+    /// Blocking: executed in the caller (post, wait on the engine requests, reduce), without
+    /// an activity or a generic request.
     fn coll_run(&self, spec: &Spec) -> Result<()> {
         let mut e = self.inner.engine.borrow_mut();
-        // SAFETY: the buffers in `spec` are borrowed by the caller for this whole call and
-        // the request is waited for before returning.
-        let id = unsafe { self.inner.coll.borrow_mut().start(&mut e, self.id, spec)? };
-        e.wait(id)?;
+        // SAFETY: the buffers in `spec` are borrowed by the caller for this whole call, which
+        // returns only when the collective is over.
+        unsafe { self.inner.coll.borrow_mut().run(&mut e, self.id, spec)? };
         Ok(())
     }
 
@@ -115,6 +115,18 @@ impl Comm {
         let mut e = self.inner.engine.borrow_mut();
         // SAFETY: forwarded contract.
         Ok(unsafe { self.inner.coll.borrow_mut().start(&mut e, self.id, spec)? })
+    }
+
+    /// Run any collective from raw parts, blocking (the fast path of [`Comm::allreduce`] and
+    /// the other blocking calls: executed in the caller, no request).
+    ///
+    /// # Safety
+    /// The buffers of `spec` must be valid (and otherwise unused) for the duration of the call.
+    pub unsafe fn run_raw(&self, spec: &Spec) -> Result<()> {
+        let mut e = self.inner.engine.borrow_mut();
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.coll.borrow_mut().run(&mut e, self.id, spec)? };
+        Ok(())
     }
 
     /// Barrier through the collectives engine (algorithm selection applies; `barrier` is the

@@ -41,15 +41,11 @@ fn sigkill_across_virtual_nodes() {
 
 #[test]
 fn whole_virtual_node_killed() {
-    // 5 ranks on 2 nodes: node 1 = ranks 3,4, killed 1.5 s in while survivors wait on them.
-    let out = weft_job_on(
-        5,
-        &["--nodes", "2", "--kill-node", "1@1.5"],
-        &example("node_failure"),
-        &["3,4"],
-        &[],
-        60,
-    );
+    // 5 ranks on 2 nodes: node 1 = ranks 3,4, killed (through the launcher, on rank 0's
+    // request) 300 ms after init while the survivors wait on them. (`--kill-node 1@T` counts
+    // from launch, which on a loaded machine can fall inside init.)
+    let out =
+        weft_job_on(5, &["--nodes", "2"], &example("node_failure"), &["3,4"], &[("NODE_KILL", "1@300")], 60);
     let (so, se) = text(&out);
     assert!(!out.status.success());
     for v in [3, 4] {

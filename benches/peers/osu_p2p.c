@@ -274,6 +274,12 @@ int main(int argc, char **argv) {
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    /* Every row is out: tells the driver that only MPI_Finalize is left (some MPIs over TCP
+     * occasionally deadlock in it; the driver then kills the job after a grace period). */
+    if (rank == 0) {
+        printf("# osu_p2p: measurements done, finalizing\n");
+        fflush(stdout);
+    }
     free(sbuf);
     free(rbuf);
     MPI_Finalize();

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use crate::peers::{self, Peer, PeerError};
 use crate::report::{reduce_rounds, Report, Row};
 use crate::Cli;
+use crate::{fipp, net};
 
 /// Why a launched job did not finish cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +27,14 @@ pub enum JobError {
     NoRows,
     #[error("{0}")]
     Setup(String),
+    /// Printed every row and [`DONE_MARKER`], then did not exit within the grace period
+    /// (process group killed): a hang in the MPI's finalize, the rows are complete.
+    #[error("hung in finalize after printing all rows; killed after {0} s")]
+    HungAfterDone(u64),
 }
+
+/// Line a peer prints once all its rows are out and only `MPI_Finalize` is left.
+pub const DONE_MARKER: &str = "# osu_p2p: measurements done, finalizing";
 
 fn tail_note(tail: &[String]) -> String {
     if tail.is_empty() {
@@ -50,7 +58,19 @@ enum Line {
 /// Runs `cmd` in its own process group with `timeout`; rows are the stdout lines that parse as
 /// CSV rows; other output is forwarded to our stderr prefixed with `[label]` (stderr only when
 /// `forward_stderr`; its last lines are part of the error either way).
-pub fn run_job(label: &str, mut cmd: Command, timeout: Duration, forward_stderr: bool) -> JobOutput {
+pub fn run_job(label: &str, cmd: Command, timeout: Duration, forward_stderr: bool) -> JobOutput {
+    run_job_grace(label, cmd, timeout, forward_stderr, None)
+}
+
+/// [`run_job`]; with `done_grace`, a job that printed [`DONE_MARKER`] gets only that long to
+/// exit before its group is killed ([`JobError::HungAfterDone`], rows kept).
+pub fn run_job_grace(
+    label: &str,
+    mut cmd: Command,
+    timeout: Duration,
+    forward_stderr: bool,
+    done_grace: Option<Duration>,
+) -> JobOutput {
     let prog = format!("{:?}", cmd.get_program());
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = match cmd.spawn() {
@@ -68,6 +88,7 @@ pub fn run_job(label: &str, mut cmd: Command, timeout: Duration, forward_stderr:
     let mut rows = Vec::new();
     let mut stderr_tail: Vec<String> = Vec::new();
     let mut handle = |line: Line| match line {
+        Line::Out(l) if l.trim() == DONE_MARKER => {}
         Line::Out(l) => match Row::parse(&l) {
             Some(r) => {
                 if progress {
@@ -89,10 +110,19 @@ pub fn run_job(label: &str, mut cmd: Command, timeout: Duration, forward_stderr:
         }
     };
 
-    let deadline = Instant::now() + timeout;
+    let mut deadline = Instant::now() + timeout;
+    let mut grace_deadline = None;
     let status = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(line) => handle(line),
+            Ok(line) => {
+                let done = matches!(&line, Line::Out(l) if l.trim() == DONE_MARKER);
+                handle(line);
+                if let (true, Some(g), None) = (done, done_grace, grace_deadline) {
+                    let until = Instant::now() + g;
+                    grace_deadline = Some(until);
+                    deadline = deadline.min(until);
+                }
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             // Both pipes closed: the job is (nearly) done; poll for its exit status.
             Err(mpsc::RecvTimeoutError::Disconnected) => thread::sleep(Duration::from_millis(20)),
@@ -112,7 +142,11 @@ pub fn run_job(label: &str, mut cmd: Command, timeout: Duration, forward_stderr:
             while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
                 handle(line);
             }
-            return JobOutput { rows, result: Err(JobError::Timeout(timeout.as_secs())) };
+            let err = match (grace_deadline, done_grace) {
+                (Some(_), Some(g)) => JobError::HungAfterDone(g.as_secs()),
+                _ => JobError::Timeout(timeout.as_secs()),
+            };
+            return JobOutput { rows, result: Err(err) };
         }
     };
     // Drain what is left in the pipes (bounded: stragglers holding them are not waited for).
@@ -148,7 +182,7 @@ fn spawn_reader<R: Read + Send + 'static>(r: R, tx: mpsc::Sender<Line>, wrap: fn
 }
 
 /// SIGTERM, then SIGKILL after a grace period, to the whole process group `pgid`.
-fn kill_group(pgid: u32) {
+pub fn kill_group(pgid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };
@@ -168,12 +202,22 @@ fn kill_group(pgid: u32) {
     alive(libc::SIGKILL);
 }
 
+/// This executable's path. When it was rebuilt while the driver runs, Linux reports the old
+/// inode as `<path> (deleted)`: the path itself (the new build) is what later jobs run.
+fn self_exe() -> Result<PathBuf, JobError> {
+    let exe = std::env::current_exe().map_err(|e| JobError::Setup(format!("current_exe: {e}")))?;
+    match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
+        Some(live) if std::path::Path::new(live).is_file() => Ok(PathBuf::from(live)),
+        _ => Ok(exe),
+    }
+}
+
 /// `weft-run`: `$WEFT_RUN`, else next to this executable.
 fn weft_run_path() -> Result<PathBuf, JobError> {
     if let Some(p) = std::env::var_os("WEFT_RUN") {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().map_err(|e| JobError::Setup(format!("current_exe: {e}")))?;
+    let exe = self_exe()?;
     let p = exe.with_file_name("weft-run");
     if p.is_file() {
         Ok(p)
@@ -186,21 +230,27 @@ fn weft_run_path() -> Result<PathBuf, JobError> {
     }
 }
 
-/// Launches `weft-run -n N --timeout T <self> --worker …`.
+/// Launches `weft-run -n N --timeout T <self> --worker …` (`--net`: with `--nodes 2`, or
+/// `--map 1,N-1` for more ranks, so that ranks 0 and 1 are always on different virtual nodes).
 fn run_weft(cli: &Cli) -> JobOutput {
     let setup = || -> Result<Command, JobError> {
         let run = weft_run_path()?;
-        let exe = std::env::current_exe().map_err(|e| JobError::Setup(format!("current_exe: {e}")))?;
+        let exe = self_exe()?;
         let mut cmd = Command::new(run);
         // weft's Config rejects unknown WEFT_* variables: keep the driver's own out of the job.
         cmd.env_remove("WEFT_RUN").env_remove("WEFT_BENCH_PEER_DIR");
-        cmd.arg("-n")
-            .arg(cli.ranks.to_string())
-            .arg("--timeout")
-            .arg(cli.timeout.to_string())
-            .arg(exe)
-            .arg("--worker")
-            .args(cli.worker_args());
+        cmd.arg("-n").arg(cli.ranks.to_string()).arg("--timeout").arg(cli.timeout.to_string());
+        if cli.net_mode() {
+            match cli.ranks {
+                2 => cmd.args(["--nodes", "2"]),
+                n => cmd.arg("--map").arg(format!("1,{}", n - 1)),
+            };
+            // The provider fi_pingpong is compared with, on loopback. WEFT_BIND=none: every
+            // rank is local rank 0 of its node, so `core` would put both on core 0 (and the
+            // worker's pinning only sees that core); the worker pins rank r -> core r instead.
+            cmd.env("WEFT_FI_PROVIDER", fipp::PROVIDER).env("WEFT_FI_DOMAIN", "lo").env("WEFT_BIND", "none");
+        }
+        cmd.arg(exe).arg("--worker").args(cli.worker_args());
         if cli.no_pin {
             cmd.arg("--no-pin");
         }
@@ -229,6 +279,17 @@ pub fn run(cli: &Cli) -> ExitCode {
     let mut weft_dead = false;
     let mut dead_peers: Vec<Peer> = Vec::new();
     let peer_list: &[Peer] = if cli.peers { &Peer::ALL } else { &[] };
+    let mut fipp_setup = None;
+    if cli.fi_pingpong {
+        match fipp::prepare(!cli.no_pin) {
+            Ok(s) => fipp_setup = Some(s),
+            Err(e) => {
+                eprintln!("weft-bench: fi_pingpong unavailable: {e}");
+                notes.push(format!("fi_pingpong unavailable: {e}"));
+            }
+        }
+    }
+    let mut fipp_samples = Vec::new();
 
     for round in 1..=cli.rounds {
         if cli.rounds > 1 {
@@ -251,7 +312,10 @@ pub fn run(cli: &Cli) -> ExitCode {
             match peers::run(peer, cli) {
                 Ok(out) => {
                     rows.extend(out.rows);
-                    if let Err(e) = out.result {
+                    if let Err(e @ JobError::HungAfterDone(_)) = &out.result {
+                        eprintln!("weft-bench: peer {}: {e}", peer.name());
+                        notes.push(format!("{} (round {round}): {e}; its rows are complete", peer.name()));
+                    } else if let Err(e) = out.result {
                         eprintln!("weft-bench: peer {} failed: {e}", peer.name());
                         notes.push(format!("FAILED {} (round {round}): {e}", peer.name()));
                         failed = true;
@@ -267,9 +331,26 @@ pub fn run(cli: &Cli) -> ExitCode {
                 }
             }
         }
+        if let Some(setup) = &fipp_setup {
+            match fipp::run(setup, Duration::from_secs(cli.timeout.min(120))) {
+                Ok(v) => {
+                    eprintln!("[fi_pingpong] latency,{},fi_pingpong,{v:.3},us", fipp::SIZE);
+                    fipp_samples.push(v);
+                }
+                Err(e) => {
+                    eprintln!("weft-bench: {e}");
+                    notes.push(format!("FAILED fi_pingpong (round {round}): {e}"));
+                    failed = true;
+                    fipp_setup = None;
+                }
+            }
+        }
     }
 
     let rows = reduce_rounds(rows);
+    if cli.net_mode() {
+        notes.extend(net::shm_suspects(&rows));
+    }
     let peer_cols: Vec<&str> = peer_list.iter().map(|p| p.name()).collect();
     let ncores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load = match (load_before, load_avg()) {
@@ -293,7 +374,21 @@ pub fn run(cli: &Cli) -> ExitCode {
         rounds: cli.rounds,
         load,
     };
-    print!("{}", if cli.csv { report.csv() } else { report.table() });
+    let fi = (!fipp_samples.is_empty()).then(|| crate::pt2pt::reduce(fipp_samples.clone(), true));
+    if cli.csv {
+        print!("{}", report.csv());
+        if let Some(f) = fi {
+            print!("{}", net::fipp_csv(&rows, f));
+        }
+    } else if cli.net_mode() {
+        print!("{}", net::net_table(&report.table(), cli, &peer_cols));
+        if let Some(f) = fi {
+            let how = fipp_setup.as_ref().map_or(String::new(), fipp::Setup::describe);
+            print!("{}", net::fipp_table(&rows, f, fipp_samples.len(), &how));
+        }
+    } else {
+        print!("{}", report.table());
+    }
     if failed {
         ExitCode::FAILURE
     } else {

@@ -9,7 +9,11 @@
 //!   set, or `--worker`): runs the measurements; rank 0 prints CSV rows (`--worker`) or the
 //!   finished table (`weft-run -n 2 weft-bench`).
 
+mod coll;
 mod driver;
+mod fipp;
+mod ft;
+mod net;
 mod peers;
 mod pt2pt;
 mod report;
@@ -107,12 +111,29 @@ pub struct Cli {
     /// Hard timeout of each launched job, in seconds (the job's process group is killed).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+    /// Network path: weft's ranks on 2 virtual nodes (`weft-run --nodes 2`, libfabric
+    /// `tcp;ofi_rxm` on `lo`); with --peers, Open MPI (ob1 + tcp BTL) and MPICH (shared memory
+    /// off, TCP) on `lo` too.
+    #[arg(long)]
+    pub net: bool,
+    /// Virtual nodes of the weft job: 1 (default, shared memory) or 2 (same as --net).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub nodes: Option<u32>,
+    /// With --net: also run raw `fi_pingpong` (8 B, tcp;ofi_rxm on lo) and compare weft's 8 B
+    /// latency with it.
+    #[arg(long)]
+    pub fi_pingpong: bool,
     /// Internal: run as a worker inside a job and stream CSV rows from rank 0.
     #[arg(long, hide = true)]
     pub worker: bool,
 }
 
 impl Cli {
+    /// True for the network path (`--net` or `--nodes 2`).
+    pub fn net_mode(&self) -> bool {
+        self.net || self.nodes == Some(2)
+    }
+
     /// The selected benchmarks, deduplicated, in canonical order.
     pub fn benches(&self) -> Vec<Bench> {
         Bench::ALL.into_iter().filter(|b| self.bench.contains(b)).collect()
@@ -142,6 +163,14 @@ fn inside_job() -> bool {
 }
 
 fn main() -> ExitCode {
+    // `weft-bench ft …`: the fault-tolerance benchmarks (driver and worker in `ft.rs`).
+    if std::env::args().nth(1).as_deref() == Some("ft") {
+        return ft::main(std::env::args().skip(2).collect());
+    }
+    // `--bench allreduce,barrier,bcast`: the collective benchmarks (driver and worker in `coll.rs`).
+    if coll::selected(std::env::args()) {
+        return coll::main(std::env::args().skip(1).collect());
+    }
     let cli = Cli::parse();
     if !(cli.iters_scale > 0.0 && cli.iters_scale.is_finite()) {
         eprintln!("weft-bench: --iters-scale must be a positive number");
@@ -149,6 +178,10 @@ fn main() -> ExitCode {
     }
     if cli.min > cli.max {
         eprintln!("weft-bench: --min ({}) is larger than --max ({})", cli.min, cli.max);
+        return ExitCode::from(2);
+    }
+    if cli.fi_pingpong && !cli.net_mode() {
+        eprintln!("weft-bench: --fi-pingpong needs --net (or --nodes 2)");
         return ExitCode::from(2);
     }
     if cli.worker || inside_job() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::driver::{run_job, JobOutput};
+use crate::driver::{run_job, run_job_grace, JobOutput};
 use crate::Cli;
 
 /// The peer source, embedded so that a relocated binary can still build its peers.
@@ -38,14 +38,14 @@ impl Peer {
         }
     }
 
-    fn mpicc(self) -> &'static str {
+    pub(crate) fn mpicc(self) -> &'static str {
         match self {
             Peer::OpenMpi => "mpicc.openmpi",
             Peer::Mpich => "mpicc.mpich",
         }
     }
 
-    fn mpirun(self) -> &'static str {
+    pub(crate) fn mpirun(self) -> &'static str {
         match self {
             Peer::OpenMpi => "mpirun.openmpi",
             Peer::Mpich => "mpirun.mpich",
@@ -59,20 +59,67 @@ impl Peer {
         }
     }
 
-    fn unavailable(self, tool: &'static str) -> PeerError {
+    pub(crate) fn unavailable(self, tool: &'static str) -> PeerError {
         PeerError::Unavailable { peer: self.name(), tool, pkgs: self.packages() }
+    }
+
+    /// How `--net` puts this peer on its TCP path over loopback (for the report).
+    pub fn net_description(self) -> String {
+        match self {
+            Peer::OpenMpi => "pml ob1, btl self,tcp, btl_tcp_if_include lo, oob_tcp_if_include lo".into(),
+            Peer::Mpich => {
+                let dev = mpich_device();
+                let env: Vec<String> = mpich_net_env(&dev).iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("device {dev}, shared memory off: {}; hydra -iface lo", env.join(" "))
+            }
+        }
     }
 }
 
+/// MPICH's device (`MPICH Device:` of `mpichversion`, e.g. `ch4:ucx`, `ch4:ofi`,
+/// `ch3:nemesis`); `unknown` when it cannot be found out.
+pub fn mpich_device() -> String {
+    let out = which("mpichversion").and_then(|p| Command::new(p).output().ok());
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("MPICH Device:").map(|d| d.trim().to_string()))
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Environment that forces MPICH's network path between ranks of one host, on `lo`, for its
+/// device: shared memory off, and the network module restricted to TCP on loopback.
+pub fn mpich_net_env(device: &str) -> Vec<(&'static str, &'static str)> {
+    let ch4_shm_off = [("MPIR_CVAR_CH4_SHM_ENABLE", "0"), ("MPIR_CVAR_NOLOCAL", "1")];
+    let ucx = [("UCX_TLS", "tcp,self"), ("UCX_NET_DEVICES", "lo")];
+    let ofi = [("FI_PROVIDER", "tcp;ofi_rxm"), ("FI_TCP_IFACE", "lo")];
+    let ch3 = [
+        ("MPIR_CVAR_NOLOCAL", "1"),
+        ("MPIR_CVAR_NEMESIS_TCP_NETWORK_IFACE", "lo"),
+        ("MPIR_CVAR_CH3_INTERFACE_HOSTNAME", "127.0.0.1"),
+    ];
+    let mut env = Vec::new();
+    if device.starts_with("ch4:ucx") {
+        env.extend(ch4_shm_off.iter().chain(&ucx));
+    } else if device.starts_with("ch4:ofi") {
+        env.extend(ch4_shm_off.iter().chain(&ofi));
+    } else if device.starts_with("ch3") {
+        env.extend(&ch3);
+    } else {
+        env.extend(ch4_shm_off.iter().chain(&ucx).chain(&ofi).chain(&ch3[1..]));
+    }
+    env
+}
+
 /// First `name` on `$PATH`.
-fn which(name: &str) -> Option<PathBuf> {
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// `<target>/peers`: next to `<target>/release` (or `debug`) holding this executable;
 /// `$WEFT_BENCH_PEER_DIR` overrides.
-fn build_dir() -> PathBuf {
+pub(crate) fn build_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("WEFT_BENCH_PEER_DIR") {
         return PathBuf::from(d);
     }
@@ -157,14 +204,32 @@ pub fn run(peer: Peer, cli: &Cli) -> Result<JobOutput, PeerError> {
             cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                 .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
                 .args(["--allow-run-as-root", "--oversubscribe", "-n", &n])
-                .args(["--bind-to", bind, "--map-by", "core"])
-                .args(["--mca", "btl", "self,vader"]);
+                .args(["--bind-to", bind, "--map-by", "core"]);
+            if cli.net_mode() {
+                // TCP BTL on loopback only; ob1 so that no UCX PML takes over.
+                cmd.args(["--mca", "pml", "ob1", "--mca", "btl", "self,tcp"]).args([
+                    "--mca",
+                    "btl_tcp_if_include",
+                    "lo",
+                    "--mca",
+                    "oob_tcp_if_include",
+                    "lo",
+                ]);
+            } else {
+                cmd.args(["--mca", "btl", "self,vader"]);
+            }
         }
         Peer::Mpich => {
             let bind = if cli.no_pin { "none" } else { "core" };
+            if cli.net_mode() {
+                cmd.envs(mpich_net_env(&mpich_device())).args(["-iface", "lo"]);
+            }
             cmd.args(["-n", &n, "-bind-to", bind]);
         }
     }
     cmd.arg(prog).arg(peer.name()).args(cli.worker_args());
-    Ok(run_job(peer.name(), cmd, Duration::from_secs(cli.timeout), true))
+    // MPICH 4.0 over UCX/TCP sometimes deadlocks in MPI_Finalize (one rank in the PMI barrier,
+    // the other flushing its UCX endpoint towards it): the rows are complete by then.
+    let grace = Some(Duration::from_secs(cli.timeout.clamp(1, 15)));
+    Ok(run_job_grace(peer.name(), cmd, Duration::from_secs(cli.timeout), true, grace))
 }

@@ -2,12 +2,27 @@
 //!
 //! A collective call is turned into a [`schedule::Schedule`] — a small DAG, kept in rounds,
 //! of send / receive / local-reduce / copy steps over byte regions of the caller's buffers and
-//! a scratch buffer — built once per (collective, communicator, algorithm, count, root, type
-//! size) and cached. A run of it is an engine [`weft_engine::Activity`] that posts
-//! `isend_coll` / `irecv_coll` on the communicator's internal context and completes a generic
-//! request; blocking calls are start + `wait`, so every collective is progressed by the same
-//! loop as point-to-point traffic, and any number of non-blocking collectives may be in
-//! flight at once on any communicators.
+//! a scratch buffer — built once per (communicator, collective, count, root, type size,
+//! commutativity; the algorithm follows from these and the overrides) and cached. Every step
+//! is point-to-point on the communicator's internal context (`isend_coll` / `irecv_coll`), so
+//! collectives are progressed by the same loop as point-to-point traffic.
+//!
+//! **Two executors of one schedule.** A *non-blocking* call (`start`) runs the schedule as an
+//! engine [`weft_engine::Activity`] completing a generic request; any number may be in flight
+//! on any communicators. A *blocking* call (`run`) executes it directly in the caller — per
+//! round: post, wait on the engine requests (the engine's `wait`, so the progress mode
+//! applies), run the local steps — with no activity, no generic request and no allocation:
+//!
+//! - per-communicator state is a `Vec` indexed by the communicator's slot, and the cache a
+//!   short list per communicator with a last-hit index (no hashing per call);
+//! - the cached entry owns the buffers a run needs (scratch, a staging arena holding the
+//!   16-byte header + payload of every staged message of a round, the in-flight list), which
+//!   blocking calls reuse; an eager send that leaves at once allocates no engine request
+//!   (`isend_coll_opt`);
+//! - the schedule and the reduction are borrowed, not reference-counted or cloned.
+//!
+//! For 2 ranks an 8-byte allreduce is one send + one receive + one reduce; a barrier one
+//! exchange of a header-only message; a bcast one message.
 //!
 //! **Tags.** Each communicator has a collective sequence number, advanced by every
 //! collective call (MPI requires every member to call collectives in the same order). A run
@@ -58,7 +73,7 @@ mod ring;
 mod scan;
 mod scatter;
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use weft_engine::{CommId, Engine, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
@@ -68,7 +83,7 @@ pub use op::{Op, UserFnPtr};
 pub use schedule::Schedule;
 pub use select::{Alg, Overrides};
 
-use schedule::{Check, Run, RunArgs};
+use schedule::{Check, Run, RunArgs, RunBufs};
 
 /// A collective operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -297,33 +312,58 @@ impl Ctx<'_> {
     }
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// Cache key of a schedule within one communicator. The algorithm is not part of it: it is a
+/// function of these fields and of the overrides, and changing an override empties the cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct Key {
-    comm: CommId,
     kind: Kind,
-    alg: Alg,
     count: usize,
     root: u32,
     es: usize,
     commute: bool,
 }
 
+/// A cached schedule with the buffers blocking calls reuse.
+struct Entry {
+    key: Key,
+    sched: Rc<Schedule>,
+    stage_len: usize,
+    bufs: RunBufs,
+}
+
+/// Collectives state of one communicator.
 #[derive(Default)]
 struct PerComm {
+    /// The communicator (its slot may be reused by a later one: then this state is reset).
+    id: Option<CommId>,
     seq: u32,
     info: Overrides,
     nodes: Option<Rc<[u32]>>,
+    cache: Vec<Entry>,
+    /// Index in `cache` of the last hit, tried first.
+    last: usize,
 }
 
 /// Largest number of cached schedules before the cache is emptied.
 const CACHE_MAX: usize = 1024;
 
-/// The collectives state of one process.
+/// What a call runs, once validated.
+enum Plan {
+    /// Nothing to do (zero count).
+    Empty,
+    /// A cached schedule: `comms[slot].cache[idx]`.
+    Cached(usize, usize),
+    /// Built for this call only (v-variants).
+    Owned(Schedule),
+}
+
+/// The collectives state of a process.
 pub struct Coll {
     node_of_world: Vec<u32>,
     env: Overrides,
-    comms: HashMap<CommId, PerComm>,
-    cache: HashMap<Key, Rc<Schedule>>,
+    /// Indexed by the communicator's slot (`CommId::to_raw() as u32`): no hashing per call.
+    comms: Vec<PerComm>,
+    cached: usize,
     stage_max: usize,
 }
 
@@ -338,8 +378,8 @@ impl Coll {
         Coll {
             node_of_world,
             env: Overrides::default(),
-            comms: HashMap::new(),
-            cache: HashMap::new(),
+            comms: Vec::new(),
+            cached: 0,
             stage_max: stage_max.max(schedule::HDR),
         }
     }
@@ -347,6 +387,25 @@ impl Coll {
     /// Set the process-wide overrides (from `WEFT_COLL_*`).
     pub fn set_overrides(&mut self, o: Overrides) {
         self.env = o;
+        for pc in &mut self.comms {
+            pc.cache.clear();
+        }
+        self.cached = 0;
+    }
+
+    /// The state of `c`, created (or reset, if its slot held an older communicator) on demand.
+    #[inline]
+    fn per_comm(&mut self, c: CommId) -> &mut PerComm {
+        let slot = c.to_raw() as u32 as usize;
+        if slot >= self.comms.len() {
+            self.comms.resize_with(slot + 1, PerComm::default);
+        }
+        let pc = &mut self.comms[slot];
+        if pc.id != Some(c) {
+            self.cached -= pc.cache.len();
+            *pc = PerComm { id: Some(c), ..PerComm::default() };
+        }
+        pc
     }
 
     /// Set a communicator info key: `coll_<name>` = algorithm name (or `auto`).
@@ -355,17 +414,25 @@ impl Coll {
             .into_iter()
             .find(|k| k.info_key() == key)
             .ok_or_else(|| Error::InvalidArg(format!("unknown collective info key {key:?}")))?;
-        self.comms.entry(c).or_default().info.set(kind, value)
+        let pc = self.per_comm(c);
+        pc.info.set(kind, value)?;
+        let n = pc.cache.len();
+        pc.cache.clear();
+        self.cached -= n;
+        Ok(())
     }
 
     fn nodes(&mut self, e: &Engine, c: CommId) -> Result<Rc<[u32]>> {
-        let pc = self.comms.entry(c).or_default();
+        let slot = c.to_raw() as u32 as usize;
+        if slot >= self.comms.len() || self.comms[slot].id != Some(c) {
+            self.per_comm(c);
+        }
+        let (node_of_world, pc) = (&self.node_of_world, &mut self.comms[slot]);
         if let Some(n) = &pc.nodes {
             return Ok(n.clone());
         }
         let g = e.comm_group(c)?;
-        let n: Rc<[u32]> =
-            g.iter().map(|&w| self.node_of_world.get(w as usize).copied().unwrap_or(0)).collect();
+        let n: Rc<[u32]> = g.iter().map(|&w| node_of_world.get(w as usize).copied().unwrap_or(0)).collect();
         pc.nodes = Some(n.clone());
         Ok(n)
     }
@@ -378,7 +445,9 @@ impl Coll {
     }
 
     fn pick(&self, c: CommId, spec: &Spec, n: u32, nodes: &[u32]) -> Alg {
-        let over = self.comms.get(&c).and_then(|p| p.info.get(spec.kind)).or(self.env.get(spec.kind));
+        let slot = c.to_raw() as u32 as usize;
+        let info = self.comms.get(slot).filter(|p| p.id == Some(c)).and_then(|p| p.info.get(spec.kind));
+        let over = info.or(self.env.get(spec.kind));
         let s = select::Shape {
             n,
             bytes: spec.count * spec.dtype.size(),
@@ -497,30 +566,42 @@ impl Coll {
         Ok(())
     }
 
-    /// Start a collective on `c`; returns a generic request completed when it is done (wait
-    /// for it with the engine's test/wait).
-    ///
-    /// # Safety
-    /// `spec.send` must stay valid for reads of `spec.send_len` bytes and `spec.recv` for
-    /// reads and writes of `spec.recv_len` bytes (and not be used otherwise) until the request
-    /// has completed.
-    pub unsafe fn start(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<ReqId> {
+    /// Validate a call, advance the communicator's sequence number and find (or build) the
+    /// schedule. Returns the plan, the tag of this run and its checking header.
+    fn plan(&mut self, e: &Engine, c: CommId, spec: &Spec) -> Result<(Plan, i32, Check)> {
         let (rank, n) = (e.comm_rank(c)?, e.comm_size(c)?);
         Self::validate(spec, rank, n)?;
-        let nodes = self.nodes(e, c)?;
-        let pc = self.comms.get_mut(&c).expect("created by nodes()");
+        let slot = c.to_raw() as u32 as usize;
+        let pc = self.per_comm(c);
         let seq = pc.seq;
         pc.seq = pc.seq.wrapping_add(1);
         let tag = FIRST_COLL_TAG + (seq % (MAX_TAG - FIRST_COLL_TAG) as u32) as i32;
-        let req = e.new_request(c)?;
-        let empty = !spec.kind.is_v() && spec.count == 0 && spec.kind != Kind::Barrier;
-        if empty {
-            e.complete_request(req, Ok(Status::default()));
-            return Ok(req);
-        }
-        let alg = self.pick(c, spec, n, &nodes);
         let es = spec.dtype.size();
+        let check = Check {
+            kind: spec.kind as u8,
+            esize: es.min(255) as u8,
+            op: spec.op.as_ref().map_or(0, |o| o.code()),
+            root: if spec.kind.rooted() { spec.root } else { u32::MAX },
+            count: if spec.kind.is_v() { u64::MAX } else { spec.count as u64 },
+        };
+        if !spec.kind.is_v() && spec.count == 0 && spec.kind != Kind::Barrier {
+            return Ok((Plan::Empty, tag, check));
+        }
         let commute = spec.op.as_ref().is_none_or(|o| o.commutative());
+        let key = Key { kind: spec.kind, count: spec.count, root: spec.root, es, commute };
+        if !spec.kind.is_v() {
+            // Fast path: the last hit, then the (short) list of this communicator.
+            let pc = &mut self.comms[slot];
+            if pc.cache.get(pc.last).is_some_and(|x| x.key == key) {
+                return Ok((Plan::Cached(slot, pc.last), tag, check));
+            }
+            if let Some(i) = pc.cache.iter().position(|x| x.key == key) {
+                pc.last = i;
+                return Ok((Plan::Cached(slot, i), tag, check));
+            }
+        }
+        let nodes = self.nodes(e, c)?;
+        let alg = self.pick(c, spec, n, &nodes);
         let ctx = Ctx {
             rank,
             n,
@@ -534,21 +615,59 @@ impl Coll {
             rcounts: spec.rcounts,
             rdispls: spec.rdispls,
         };
-        let sched = if spec.kind.is_v() {
-            Rc::new(build(&ctx, spec.kind, alg))
-        } else {
-            let key = Key { comm: c, kind: spec.kind, alg, count: spec.count, root: spec.root, es, commute };
-            if self.cache.len() >= CACHE_MAX && !self.cache.contains_key(&key) {
-                self.cache.clear();
+        let sched = build(&ctx, spec.kind, alg);
+        if spec.kind.is_v() {
+            return Ok((Plan::Owned(sched), tag, check));
+        }
+        if self.cached >= CACHE_MAX {
+            for pc in &mut self.comms {
+                pc.cache.clear();
             }
-            self.cache.entry(key).or_insert_with(|| Rc::new(build(&ctx, spec.kind, alg))).clone()
-        };
-        let check = Check {
-            kind: spec.kind as u8,
-            esize: es.min(255) as u8,
-            op: spec.op.as_ref().map_or(0, |o| o.code()),
-            root: if spec.kind.rooted() { spec.root } else { u32::MAX },
-            count: if spec.kind.is_v() { u64::MAX } else { spec.count as u64 },
+            self.cached = 0;
+        }
+        let stage_len = schedule::stage_len(&sched, self.stage_max);
+        let pc = &mut self.comms[slot];
+        pc.cache.push(Entry { key, sched: Rc::new(sched), stage_len, bufs: RunBufs::default() });
+        pc.last = pc.cache.len() - 1;
+        self.cached += 1;
+        Ok((Plan::Cached(slot, pc.last), tag, check))
+    }
+
+    fn args<'a>(spec: &'a Spec, check: Check) -> RunArgs<'a> {
+        RunArgs {
+            send: spec.send,
+            send_len: spec.send_len,
+            recv: spec.recv,
+            recv_len: spec.recv_len,
+            dt: spec.dtype,
+            op: spec.op.as_ref().map(Cow::Borrowed),
+            check,
+        }
+    }
+
+    /// Start a collective on `c`; returns a generic request completed when it is done (wait
+    /// for it with the engine's test/wait). The run is an engine activity.
+    ///
+    /// # Safety
+    /// `spec.send` must stay valid for reads of `spec.send_len` bytes and `spec.recv` for
+    /// reads and writes of `spec.recv_len` bytes (and not be used otherwise) until the request
+    /// has completed.
+    pub unsafe fn start(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<ReqId> {
+        let (plan, tag, check) = self.plan(e, c, spec)?;
+        let req = e.new_request(c)?;
+        let (sched, stage_len) = match plan {
+            Plan::Empty => {
+                e.complete_request(req, Ok(Status::default()));
+                return Ok(req);
+            }
+            Plan::Cached(slot, i) => {
+                let x = &self.comms[slot].cache[i];
+                (x.sched.clone(), x.stage_len)
+            }
+            Plan::Owned(s) => {
+                let l = schedule::stage_len(&s, self.stage_max);
+                (Rc::new(s), l)
+            }
         };
         let args = RunArgs {
             send: spec.send,
@@ -556,21 +675,35 @@ impl Coll {
             recv: spec.recv,
             recv_len: spec.recv_len,
             dt: spec.dtype,
-            op: spec.op.clone(),
+            op: spec.op.clone().map(Cow::Owned),
             check,
         };
-        schedule::launch(e, Run::new(sched, c, tag, args, req, self.stage_max));
+        let run = Run::new(sched, c, tag, args, RunBufs::default(), stage_len, self.stage_max);
+        schedule::launch(e, run, req);
         Ok(req)
     }
 
-    /// Start and wait (blocking collective).
+    /// A blocking collective, executed in the caller: no activity and no generic request;
+    /// the cached schedule's buffers are reused, so a small call allocates nothing.
     ///
     /// # Safety
     /// As [`Coll::start`] (the buffers need only live for the call).
     pub unsafe fn run(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<()> {
-        // SAFETY: forwarded; the request is waited for before returning.
-        let id = unsafe { self.start(e, c, spec)? };
-        e.wait(id).map(|_| ())
+        let (plan, tag, check) = self.plan(e, c, spec)?;
+        let stage_max = self.stage_max;
+        match plan {
+            Plan::Empty => Ok(()),
+            Plan::Cached(slot, i) => {
+                let x = &mut self.comms[slot].cache[i];
+                let run =
+                    Run::new(&*x.sched, c, tag, Self::args(spec, check), &mut x.bufs, x.stage_len, stage_max);
+                run.block(e)
+            }
+            Plan::Owned(s) => {
+                let l = schedule::stage_len(&s, stage_max);
+                Run::new(&s, c, tag, Self::args(spec, check), RunBufs::default(), l, stage_max).block(e)
+            }
+        }
     }
 
     /// The schedule a rank would run (for tests and diagnostics).

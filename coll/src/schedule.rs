@@ -10,14 +10,20 @@
 //! buffer and a scratch buffer owned by the run — so it does not depend on addresses and is
 //! built once per (collective, communicator, algorithm, count, root, type size) and cached.
 //!
+//! Executor: `Run`, advanced either as an engine activity (non-blocking calls) or to the end
+//! in the caller (`Run::block`, blocking calls), over `RunBufs` that blocking calls borrow
+//! from the schedule cache (no allocation per call).
+//!
 //! Wire format: a message of at most `stage_max` payload bytes (the eager limit) is staged
-//! through a scratch copy with a 16-byte header in front (collective kind, type size, op,
+//! through the run's staging arena with a 16-byte header in front (collective kind, type size, op,
 //! root, count) that the receiver compares with its own arguments, so mismatched calls give a
 //! typed error instead of corrupt data. Larger messages go raw (single copy, rendezvous) and
 //! are checked by exact length. After an error a run sends a 16-byte *abort* header to every
 //! peer it still owed a message, so errors (including `ProcFailed`) propagate along the
 //! schedule instead of leaving downstream ranks waiting.
 
+use std::borrow::{BorrowMut, Cow};
+use std::ops::Deref;
 use std::rc::Rc;
 
 use weft_engine::{Activity, CommId, Engine, Error, ReqId, Result, Status, Step};
@@ -249,135 +255,182 @@ fn check_header(h: &[u8], mine: &Check, peer: u32) -> Result<()> {
 
 /// A communication step in flight.
 struct Infl {
-    id: ReqId,
+    /// `None`: an eager send that left at once (nothing to wait for).
+    id: Option<ReqId>,
     step: usize,
-    stage: Vec<u8>,
+    /// Byte offset of the staging slot in the arena (staged steps).
+    off: usize,
     staged: bool,
     done: bool,
 }
 
+/// Reusable memory of a run: scratch, the staging arena (header + payload of every staged
+/// message of one round), the in-flight list and abort buffers. A blocking call borrows the
+/// one kept with its cached schedule, so the small path allocates nothing after the first
+/// call; a non-blocking run owns its own.
+#[derive(Default)]
+pub(crate) struct RunBufs {
+    tmp: Vec<u64>,
+    stage: Vec<u64>,
+    infl: Vec<Infl>,
+    /// Abort messages in flight (after an error); the run ends when they are out.
+    aborts: Vec<(ReqId, Vec<u8>)>,
+}
+
+impl RunBufs {
+    /// Make room for a run of a schedule with `tmp_len` scratch and `stage_len` arena bytes;
+    /// scratch starts zeroed, as a fresh allocation would.
+    fn fit(&mut self, tmp_len: usize, stage_len: usize) {
+        let t = tmp_len.div_ceil(8);
+        if self.tmp.len() < t {
+            self.tmp.resize(t, 0);
+        }
+        self.tmp[..t].fill(0);
+        let st = stage_len.div_ceil(8);
+        if self.stage.len() < st {
+            self.stage.resize(st, 0);
+        }
+        self.infl.clear();
+    }
+}
+
+/// Staging arena bytes a run of `s` needs: the largest sum, over one round, of the 8-aligned
+/// header + payload slots of its staged (≤ `stage_max` bytes) messages.
+pub(crate) fn stage_len(s: &Schedule, stage_max: usize) -> usize {
+    s.rounds
+        .iter()
+        .map(|r| {
+            r.comms
+                .iter()
+                .map(|c| match *c {
+                    CStep::Send { reg, .. } | CStep::Recv { reg, .. } => reg.len,
+                })
+                .filter(|&l| l <= stage_max)
+                .map(|l| (HDR + l).div_ceil(8) * 8)
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Buffers and arguments of one run.
-pub(crate) struct RunArgs {
+pub(crate) struct RunArgs<'a> {
     pub send: *const u8,
     pub send_len: usize,
     pub recv: *mut u8,
     pub recv_len: usize,
     pub dt: DType,
-    pub op: Option<Op>,
+    pub op: Option<Cow<'a, Op>>,
     pub check: Check,
 }
 
-/// The executor: an engine activity that runs one schedule and completes a generic request.
-pub(crate) struct Run {
-    s: Rc<Schedule>,
+/// Address of region `r`, bounds-checked against the buffer it names.
+fn region(a: &RunArgs, tmp: &mut [u64], r: Reg) -> Result<*mut u8> {
+    let (base, cap) = match r.buf {
+        Buf::Send => (a.send as *mut u8, a.send_len),
+        Buf::Recv => (a.recv, a.recv_len),
+        Buf::Tmp => (tmp.as_mut_ptr() as *mut u8, tmp.len() * 8),
+    };
+    if r.off + r.len > cap || (base.is_null() && r.len > 0) {
+        return Err(Error::InvalidArg(format!(
+            "collective buffer too short: needs {} bytes of the {:?} buffer, has {cap}",
+            r.off + r.len,
+            r.buf
+        )));
+    }
+    // SAFETY: in bounds of a buffer the caller guaranteed valid for this run.
+    Ok(unsafe { base.add(r.off) })
+}
+
+/// The executor of one schedule. Blocking calls run it directly in the caller
+/// ([`Run::block`]: post a round, wait for its engine requests, run its local steps);
+/// non-blocking calls hand it to the engine as an [`Activity`] that completes a generic
+/// request. `S` is how the schedule is held (`&Schedule` from the cache, or `Rc`), `B` the
+/// buffers (borrowed from the cache, or owned).
+pub(crate) struct Run<'a, S, B> {
+    s: S,
     comm: CommId,
     tag: i32,
-    a: RunArgs,
-    tmp: Vec<u64>,
-    req: ReqId,
+    a: RunArgs<'a>,
+    /// The header of every staged data message.
+    hdr: [u8; HDR],
+    b: B,
     stage_max: usize,
     round: usize,
     posted: bool,
-    infl: Vec<Infl>,
     err: Option<Error>,
-    /// Abort messages in flight (after an error); the run ends when they are out.
-    aborts: Vec<(ReqId, Vec<u8>)>,
+    /// A data send was abandoned after an error: the engine may still read the arena or the
+    /// scratch, so they are leaked instead of reused or freed.
+    leak: bool,
 }
 
-impl Run {
+impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
     pub(crate) fn new(
-        s: Rc<Schedule>,
+        s: S,
         comm: CommId,
         tag: i32,
-        a: RunArgs,
-        req: ReqId,
+        a: RunArgs<'a>,
+        mut b: B,
+        stage_len: usize,
         stage_max: usize,
-    ) -> Run {
-        let tmp = vec![0u64; s.tmp_len.div_ceil(8)];
-        Run {
-            s,
-            comm,
-            tag,
-            a,
-            tmp,
-            req,
-            stage_max,
-            round: 0,
-            posted: false,
-            infl: Vec::new(),
-            err: None,
-            aborts: Vec::new(),
-        }
-    }
-
-    fn ptr(&mut self, r: Reg) -> Result<*mut u8> {
-        let (base, cap) = match r.buf {
-            Buf::Send => (self.a.send as *mut u8, self.a.send_len),
-            Buf::Recv => (self.a.recv, self.a.recv_len),
-            Buf::Tmp => (self.tmp.as_mut_ptr() as *mut u8, self.tmp.len() * 8),
-        };
-        if r.off + r.len > cap || (base.is_null() && r.len > 0) {
-            return Err(Error::InvalidArg(format!(
-                "collective buffer too short: needs {} bytes of the {:?} buffer, has {cap}",
-                r.off + r.len,
-                r.buf
-            )));
-        }
-        // SAFETY: in bounds of a buffer the caller guaranteed valid for this run.
-        Ok(unsafe { base.add(r.off) })
-    }
-
-    fn slice(&mut self, r: Reg) -> Result<&[u8]> {
-        let p = self.ptr(r)?;
-        // SAFETY: bounds checked by `ptr`; the caller guaranteed validity.
-        Ok(unsafe { std::slice::from_raw_parts(p, r.len) })
+    ) -> Self {
+        b.borrow_mut().fit(s.tmp_len, stage_len);
+        let hdr = a.check.encode(0);
+        Run { s, comm, tag, a, hdr, b, stage_max, round: 0, posted: false, err: None, leak: false }
     }
 
     fn post(&mut self, e: &mut Engine) -> Result<()> {
-        let s = self.s.clone();
-        for (i, c) in s.rounds[self.round].comms.iter().enumerate() {
+        let b = self.b.borrow_mut();
+        let arena = b.stage.as_mut_ptr() as *mut u8;
+        let mut off = 0;
+        for (i, c) in self.s.rounds[self.round].comms.iter().enumerate() {
             let (peer, reg, is_send) = match *c {
                 CStep::Send { peer, reg } => (peer, reg, true),
                 CStep::Recv { peer, reg } => (peer, reg, false),
             };
+            let p = region(&self.a, &mut b.tmp, reg)?;
             let staged = reg.len <= self.stage_max;
-            let mut stage = Vec::new();
+            let slot = off;
+            if staged {
+                off += (HDR + reg.len).div_ceil(8) * 8;
+            }
+            // SAFETY (all four): the staging slot lies in the arena, sized by `stage_len` for
+            // the largest round and kept (or leaked) until the step completes; user and scratch
+            // regions were bounds-checked by `region` and stay valid until the run ends.
             let id = if is_send {
                 if staged {
-                    stage.reserve_exact(HDR + reg.len);
-                    stage.extend_from_slice(&self.a.check.encode(0));
-                    let data = self.slice(reg)?;
-                    stage.extend_from_slice(data);
-                    // SAFETY: `stage` is kept in `infl` (or leaked) until the send completes.
-                    unsafe { e.isend_coll(self.comm, stage.as_ptr(), stage.len(), peer, self.tag) }
+                    unsafe {
+                        let st = arena.add(slot);
+                        std::ptr::copy_nonoverlapping(self.hdr.as_ptr(), st, HDR);
+                        std::ptr::copy_nonoverlapping(p, st.add(HDR), reg.len);
+                        e.isend_coll_opt(self.comm, st, HDR + reg.len, peer, self.tag)?
+                    }
                 } else {
-                    let p = self.ptr(reg)?;
-                    // SAFETY: the caller keeps the buffers valid until the run completes.
-                    unsafe { e.isend_coll(self.comm, p, reg.len, peer, self.tag) }
+                    unsafe { e.isend_coll_opt(self.comm, p, reg.len, peer, self.tag)? }
                 }
             } else if staged {
-                stage.resize(HDR + reg.len, 0);
-                self.ptr(reg)?;
-                // SAFETY: as above.
-                unsafe { e.irecv_coll(self.comm, stage.as_mut_ptr(), stage.len(), peer as i32, self.tag) }
+                Some(unsafe {
+                    e.irecv_coll(self.comm, arena.add(slot), HDR + reg.len, peer as i32, self.tag)?
+                })
             } else {
-                let p = self.ptr(reg)?;
-                // SAFETY: as above.
-                unsafe { e.irecv_coll(self.comm, p, reg.len, peer as i32, self.tag) }
+                Some(unsafe { e.irecv_coll(self.comm, p, reg.len, peer as i32, self.tag)? })
             };
-            let id = id?;
-            self.infl.push(Infl { id, step: i, stage, staged, done: false });
+            b.infl.push(Infl { id, step: i, off: slot, staged, done: id.is_none() });
         }
         Ok(())
     }
 
     fn finish_recv(&mut self, k: usize, st: Status) -> Result<()> {
-        let s = self.s.clone();
-        let CStep::Recv { peer, reg } = s.rounds[self.round].comms[self.infl[k].step] else {
+        let b = self.b.borrow_mut();
+        let f = &b.infl[k];
+        let CStep::Recv { peer, reg } = self.s.rounds[self.round].comms[f.step] else {
             return Ok(());
         };
-        if self.infl[k].staged {
-            let stage = std::mem::take(&mut self.infl[k].stage);
+        if f.staged {
+            // SAFETY: the slot holds HDR + reg.len bytes of the arena and the receive is over.
+            let stage = unsafe {
+                std::slice::from_raw_parts((b.stage.as_ptr() as *const u8).add(f.off), HDR + reg.len)
+            };
             if st.count >= HDR {
                 check_header(&stage[..HDR], &self.a.check, peer)?;
             }
@@ -388,14 +441,14 @@ impl Run {
                     reg.len
                 )));
             }
-            let p = self.ptr(reg)?;
-            // SAFETY: `p` is valid for reg.len bytes (checked by `ptr`).
+            let p = region(&self.a, &mut b.tmp, reg)?;
+            // SAFETY: `p` is valid for reg.len bytes (checked by `region`), distinct from the arena.
             unsafe { std::ptr::copy_nonoverlapping(stage.as_ptr().add(HDR), p, reg.len) };
         } else if st.count != reg.len {
             if st.count == HDR {
                 // An abort header where raw data was expected.
                 let mut h = [0u8; HDR];
-                let p = self.ptr(reg)?;
+                let p = region(&self.a, &mut b.tmp, reg)?;
                 // SAFETY: reg.len > stage_max ≥ HDR bytes were written by the receive.
                 unsafe { std::ptr::copy_nonoverlapping(p, h.as_mut_ptr(), HDR) };
                 check_header(&h, &self.a.check, peer)?;
@@ -409,18 +462,18 @@ impl Run {
     }
 
     fn locals(&mut self) -> Result<()> {
-        let s = self.s.clone();
-        for l in &s.rounds[self.round].locals {
+        let tmp = &mut self.b.borrow_mut().tmp;
+        for l in &self.s.rounds[self.round].locals {
             match *l {
                 LStep::Copy { src, dst } => {
-                    let (ps, pd) = (self.ptr(src)? as *const u8, self.ptr(dst)?);
+                    let (ps, pd) = (region(&self.a, tmp, src)? as *const u8, region(&self.a, tmp, dst)?);
                     if !std::ptr::eq(ps, pd) {
                         // SAFETY: both in bounds; `copy` allows overlap.
                         unsafe { std::ptr::copy(ps, pd, src.len) };
                     }
                 }
                 LStep::Reduce { src, dst, src_left } => {
-                    let (ps, pd) = (self.ptr(src)? as *const u8, self.ptr(dst)?);
+                    let (ps, pd) = (region(&self.a, tmp, src)? as *const u8, region(&self.a, tmp, dst)?);
                     // SAFETY: in bounds; schedules never reduce a region into itself.
                     let (a, b) = unsafe {
                         (std::slice::from_raw_parts(ps, src.len), std::slice::from_raw_parts_mut(pd, dst.len))
@@ -434,16 +487,61 @@ impl Run {
         Ok(())
     }
 
-    /// Advance as far as possible; true when the run is over (request completed).
-    fn step(&mut self, e: &mut Engine) -> bool {
+    /// Run to completion in the caller: per round, post its steps, wait for each engine
+    /// request in turn (the engine's wait, so the progress mode applies and other activities
+    /// advance meanwhile), then run its local steps.
+    pub(crate) fn block(mut self, e: &mut Engine) -> Result<()> {
+        while self.round < self.s.rounds.len() {
+            self.posted = true;
+            if let Err(x) = self.post(e) {
+                return self.fail_and_drain(e, x);
+            }
+            for k in 0..self.b.borrow().infl.len() {
+                let Infl { id, done, .. } = self.b.borrow().infl[k];
+                let Some(id) = id.filter(|_| !done) else { continue };
+                let r = e.wait(id);
+                self.b.borrow_mut().infl[k].done = true;
+                if let Err(x) = r.and_then(|st| self.finish_recv(k, st)) {
+                    return self.fail_and_drain(e, x);
+                }
+            }
+            self.b.borrow_mut().infl.clear();
+            if let Err(x) = self.locals() {
+                return self.fail_and_drain(e, x);
+            }
+            self.round += 1;
+            self.posted = false;
+        }
+        Ok(())
+    }
+
+    fn fail_and_drain(&mut self, e: &mut Engine, x: Error) -> Result<()> {
+        self.fail(e, x);
+        let mut spins = 0u32;
+        loop {
+            if let Some(r) = self.drain(e) {
+                return r;
+            }
+            if e.progress() > 0 {
+                spins = 0;
+            } else {
+                spins += 1;
+                if spins >= 16 {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Advance as far as possible without blocking; `Some(result)` when the run is over.
+    fn step(&mut self, e: &mut Engine) -> Option<Result<()>> {
         loop {
             if self.err.is_some() {
                 return self.drain(e);
             }
             if !self.posted {
                 if self.round == self.s.rounds.len() {
-                    e.complete_request(self.req, Ok(Status::default()));
-                    return true;
+                    return Some(Ok(()));
                 }
                 self.posted = true;
                 if let Err(x) = self.post(e) {
@@ -452,21 +550,20 @@ impl Run {
                 }
             }
             let mut pending = false;
-            for k in 0..self.infl.len() {
-                if self.infl[k].done {
-                    continue;
-                }
-                match e.take_result(self.infl[k].id) {
+            for k in 0..self.b.borrow().infl.len() {
+                let Infl { id, done, .. } = self.b.borrow().infl[k];
+                let Some(id) = id.filter(|_| !done) else { continue };
+                match e.take_result(id) {
                     Ok(None) => pending = true,
                     Ok(Some(st)) => {
-                        self.infl[k].done = true;
+                        self.b.borrow_mut().infl[k].done = true;
                         if let Err(x) = self.finish_recv(k, st) {
                             self.fail(e, x);
                             break;
                         }
                     }
                     Err(x) => {
-                        self.infl[k].done = true;
+                        self.b.borrow_mut().infl[k].done = true;
                         self.fail(e, x);
                         break;
                     }
@@ -476,9 +573,9 @@ impl Run {
                 continue;
             }
             if pending {
-                return false;
+                return None;
             }
-            self.infl.clear();
+            self.b.borrow_mut().infl.clear();
             if let Err(x) = self.locals() {
                 self.fail(e, x);
                 continue;
@@ -502,10 +599,11 @@ impl Run {
         // on a rendezvous until we read its message, and only then see our abort.
         // Sends not posted yet: the rest of this round (posting may have stopped half-way)
         // and every later round.
+        let b = self.b.borrow_mut();
         let mut peers: Vec<u32> = Vec::new();
         for (ri, r) in self.s.rounds.iter().enumerate().skip(self.round) {
             for (si, c) in r.comms.iter().enumerate() {
-                let posted = ri == self.round && self.posted && self.infl.iter().any(|f| f.step == si);
+                let posted = ri == self.round && self.posted && b.infl.iter().any(|f| f.step == si);
                 if let CStep::Send { peer, .. } = *c {
                     if !posted && !peers.contains(&peer) {
                         peers.push(peer);
@@ -524,49 +622,74 @@ impl Run {
             let buf = c.encode(flags).to_vec();
             // SAFETY: `buf` is kept in `aborts` until the send completes.
             if let Ok(id) = unsafe { e.isend_coll(self.comm, buf.as_ptr(), buf.len(), p, self.tag) } {
-                self.aborts.push((id, buf));
+                b.aborts.push((id, buf));
             }
         }
         self.err = Some(x);
     }
 
     /// After an error: wait for posted receives (data, an abort or a failure completes each)
-    /// and abort messages; abandon unfinished data sends (never read by the engine itself: staged
-    /// buffers are leaked, larger ones are rendezvous reads by the peer).
-    fn drain(&mut self, e: &mut Engine) -> bool {
-        let s = self.s.clone();
-        let round = self.round.min(s.rounds.len().saturating_sub(1));
+    /// and abort messages; abandon unfinished data sends (never read by the engine itself: the
+    /// arena and scratch they may point into are leaked, larger ones are rendezvous reads by
+    /// the peer). `Some(error)` when done.
+    fn drain(&mut self, e: &mut Engine) -> Option<Result<()>> {
+        let round = self.round.min(self.s.rounds.len().saturating_sub(1));
+        let b = self.b.borrow_mut();
         let mut pending = false;
-        for f in self.infl.iter_mut().filter(|f| !f.done) {
-            let is_send = matches!(s.rounds.get(round).map(|r| r.comms[f.step]), Some(CStep::Send { .. }));
+        for f in b.infl.iter_mut().filter(|f| !f.done) {
+            let Some(id) = f.id else {
+                f.done = true;
+                continue;
+            };
+            let is_send =
+                matches!(self.s.rounds.get(round).map(|r| r.comms[f.step]), Some(CStep::Send { .. }));
             if is_send {
-                match e.take_result(f.id) {
-                    Ok(None) => {
-                        std::mem::forget(std::mem::take(&mut f.stage));
-                        f.done = true;
-                    }
-                    _ => f.done = true,
+                if let Ok(None) = e.take_result(id) {
+                    self.leak = true;
                 }
+                f.done = true;
                 continue;
             }
-            match e.take_result(f.id) {
+            match e.take_result(id) {
                 Ok(None) => pending = true,
                 _ => f.done = true,
             }
         }
-        self.aborts.retain(|(id, _)| matches!(e.take_result(*id), Ok(None)));
-        if pending || !self.aborts.is_empty() {
-            return false;
+        b.aborts.retain(|(id, _)| matches!(e.take_result(*id), Ok(None)));
+        if pending || !b.aborts.is_empty() {
+            return None;
         }
-        let err = self.err.clone().expect("set");
-        e.complete_request(self.req, Err(err));
-        true
+        b.infl.clear();
+        if self.leak {
+            std::mem::forget(std::mem::take(&mut b.stage));
+            std::mem::forget(std::mem::take(&mut b.tmp));
+        }
+        Some(Err(self.err.clone().expect("set")))
     }
 }
 
-impl Activity for Run {
+/// A non-blocking run: the schedule shared with the cache, its own buffers, and the generic
+/// request it completes.
+pub(crate) struct NbRun {
+    run: Run<'static, Rc<Schedule>, RunBufs>,
+    req: ReqId,
+}
+
+impl NbRun {
+    fn advance_once(&mut self, e: &mut Engine) -> bool {
+        match self.run.step(e) {
+            None => false,
+            Some(r) => {
+                e.complete_request(self.req, r.map(|()| Status::default()));
+                true
+            }
+        }
+    }
+}
+
+impl Activity for NbRun {
     fn advance(&mut self, e: &mut Engine) -> Step {
-        if self.step(e) {
+        if self.advance_once(e) {
             Step::Done
         } else {
             Step::Continue
@@ -574,10 +697,11 @@ impl Activity for Run {
     }
 }
 
-/// Start a run: advance it once now (so the first messages leave at once), and hand it to
-/// the engine if it is not finished.
-pub(crate) fn launch(e: &mut Engine, mut run: Run) {
-    if !run.step(e) {
-        e.spawn(Box::new(run));
+/// Start a non-blocking run: advance it once now (so the first messages leave at once), and
+/// hand it to the engine if it is not finished.
+pub(crate) fn launch(e: &mut Engine, run: Run<'static, Rc<Schedule>, RunBufs>, req: ReqId) {
+    let mut nb = NbRun { run, req };
+    if !nb.advance_once(e) {
+        e.spawn(Box::new(nb));
     }
 }

@@ -22,10 +22,8 @@ use crate::{CommId, Status, ANY_SOURCE, ANY_TAG, MAX_TAG};
 
 const ROUTE_SELF: u8 = u8::MAX;
 const ROUTE_NONE: u8 = u8::MAX - 1;
-/// Longest `finalize` waits for queued messages to leave.
-const FINALIZE_FLUSH: Duration = Duration::from_secs(2);
-/// Longest `finalize` tries to hand one goodbye to a transport.
-const BYE_GRACE: Duration = Duration::from_millis(20);
+/// Longest `finalize` waits for its peers to confirm its goodbye.
+pub const FINALIZE_WAIT: Duration = Duration::from_secs(10);
 /// RTS payload: sender request id (8 bytes) + remote key.
 const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
 
@@ -147,6 +145,10 @@ pub(crate) struct Core {
     pub(crate) stats: Stats,
     /// Messages of upper-layer classes, dispatched to their handlers after the poll.
     pub(crate) ctrl_inbox: Vec<(u32, Header, Vec<u8>)>,
+    /// Finalize handshake: goodbyes sent, peers that confirmed ours, acknowledgements owed.
+    bye_sent: Vec<bool>,
+    confirmed: Vec<bool>,
+    acks_to_send: Vec<u32>,
 }
 
 /// The progress engine of one process.
@@ -207,6 +209,9 @@ impl Engine {
                 next_ctx: 2,
                 stats: Stats::default(),
                 ctrl_inbox: Vec::new(),
+                bye_sent: vec![false; nprocs as usize],
+                confirmed: vec![false; nprocs as usize],
+                acks_to_send: Vec::new(),
             },
             cfg,
             ext: Default::default(),
@@ -709,6 +714,19 @@ impl Engine {
         if !self.core.ctrl_inbox.is_empty() {
             n += self.dispatch_ctrl();
         }
+        if !self.core.acks_to_send.is_empty() {
+            let hdr = Header { class: class::BYE_ACK, ..Header::default() };
+            for w in std::mem::take(&mut self.core.acks_to_send) {
+                let t = self.core.route[w as usize] as usize;
+                if t < self.transports.len() {
+                    self.send_or_queue(
+                        t,
+                        w,
+                        Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None },
+                    );
+                }
+            }
+        }
         if self.ext.has_activities() {
             n += self.run_activities();
         }
@@ -895,40 +913,31 @@ impl Engine {
         }
     }
 
-    /// Leave the job cleanly: flush queued sends and tell every peer reachable through a
-    /// transport that this process finalized, so that its exit is not taken for a failure.
+    /// Leave the job cleanly. Every peer reachable through a transport gets a goodbye, queued
+    /// behind our data (per-peer FIFO), and we wait until each has confirmed it — with an
+    /// acknowledgement or a goodbye of its own — or is known failed. A transport may still
+    /// hold data it has accepted (libfabric's manual progress), so without this wait a fast
+    /// rank could exit before its last messages left. Bounded by [`FINALIZE_WAIT`].
     pub fn finalize(&mut self) {
-        // Bounded: a peer that already exited may never accept another message.
-        let deadline = Instant::now() + FINALIZE_FLUSH;
-        self.flush_until(deadline);
-        // Absorb goodbyes that already arrived: no need to answer a peer that has left.
-        for _ in 0..16 {
-            self.progress();
-        }
-        // The goodbye is best effort and never queued: a peer that cannot take it within a
-        // short grace period has left or failed, and waiting would only delay our exit.
+        let deadline = Instant::now() + FINALIZE_WAIT;
         let hdr = Header { class: class::BYE, ..Header::default() };
+        let mut waiting = Vec::new();
         for w in 0..self.core.route.len() as u32 {
             let t = self.core.route[w as usize] as usize;
             if t >= self.transports.len() || self.core.failed.is_failed(w) || self.core.failed.departed(w) {
                 continue;
             }
-            let grace = Instant::now() + BYE_GRACE;
-            loop {
-                match self.transports[t].try_send(w, &hdr, &[]) {
-                    Ok(false) if Instant::now() < grace => {
-                        self.progress();
-                    }
-                    _ => break,
-                }
-            }
+            self.core.bye_sent[w as usize] = true;
+            self.send_or_queue(t, w, Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None });
+            waiting.push(w);
         }
-    }
-
-    /// Progress until no message waits for transport space, or until `deadline`.
-    fn flush_until(&mut self, deadline: Instant) {
         let mut spins = 0u32;
-        while self.core.n_pending > 0 {
+        loop {
+            let core = &self.core;
+            waiting.retain(|&w| !core.confirmed[w as usize] && !core.failed.is_failed(w));
+            if waiting.is_empty() {
+                break;
+            }
             self.progress();
             spins = spins.wrapping_add(1);
             if spins.is_multiple_of(64) {
@@ -1191,7 +1200,15 @@ impl Core {
                 self.arrive(peer, h, Some((sreq, key)), &[])
             }
             class::FIN => self.on_fin(peer, h),
-            class::BYE => self.failed.depart(peer),
+            class::BYE => {
+                self.failed.depart(peer);
+                self.confirmed[peer as usize] = true;
+                // Our own goodbye already tells it we have everything it sent.
+                if !self.bye_sent[peer as usize] {
+                    self.acks_to_send.push(peer);
+                }
+            }
+            class::BYE_ACK => self.confirmed[peer as usize] = true,
             c if c >= class::FIRST_FREE => {
                 if self.failed.is_failed(peer) {
                     self.stats.dropped_from_failed += 1;

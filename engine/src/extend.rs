@@ -219,6 +219,24 @@ impl Engine {
         unsafe { self.isend_ctx(c, 1, buf, len, dst, tag, true) }.map(|r| r.expect("request forced"))
     }
 
+    /// As [`Engine::isend_coll`], but an eager send handed to the transport at once returns
+    /// `Ok(None)` and allocates no request (the buffer may be reused immediately); otherwise
+    /// the request to wait for.
+    ///
+    /// # Safety
+    /// As [`Engine::isend`] (while a returned request is pending).
+    pub unsafe fn isend_coll_opt(
+        &mut self,
+        c: CommId,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+    ) -> Result<Option<ReqId>> {
+        // SAFETY: forwarded contract.
+        unsafe { self.isend_ctx(c, 1, buf, len, dst, tag, false) }
+    }
+
     /// Receive on the internal context of `c`.
     ///
     /// # Safety

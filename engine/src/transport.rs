@@ -16,6 +16,8 @@ pub mod class {
     pub const FIN: u8 = 3;
     /// The sender finalized: its exit that follows is not a failure.
     pub const BYE: u8 = 4;
+    /// Answer to a BYE: everything the BYE's sender sent before it has been received.
+    pub const BYE_ACK: u8 = 5;
     /// First class number free for upper layers (collectives, fault tolerance).
     pub const FIRST_FREE: u8 = 16;
 }

@@ -14,9 +14,7 @@
 //! stopped for longer than `timeout` (it was itself frozen or starved) restarts its
 //! observation instead of accusing its predecessor.
 
-use std::collections::HashSet;
-
-use crate::bmg_neighbors;
+use crate::{for_each_bmg_neighbor, RankSet};
 
 /// What the detector asks its driver to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,8 +34,8 @@ pub struct Detector {
     me: u32,
     period: u64,
     timeout: u64,
-    failed: HashSet<u32>,
-    forwarded: HashSet<u32>,
+    failed: RankSet,
+    forwarded: RankSet,
     pred: Option<u32>,
     succ: Option<u32>,
     last_heard: u64,
@@ -54,8 +52,8 @@ impl Detector {
             me,
             period: period.max(1),
             timeout,
-            failed: HashSet::new(),
-            forwarded: HashSet::new(),
+            failed: RankSet::new(),
+            forwarded: RankSet::new(),
             pred: None,
             succ: None,
             last_heard: now,
@@ -80,7 +78,11 @@ impl Detector {
 
     /// When the driver should tick next (ns).
     pub fn next_deadline(&self) -> u64 {
-        self.next_hb.min(self.last_heard.saturating_add(self.timeout + 1))
+        match self.pred {
+            // Nobody left to observe: only the heartbeat timer matters.
+            None => self.next_hb,
+            Some(_) => self.next_hb.min(self.last_heard.saturating_add(self.timeout + 1)),
+        }
     }
 
     /// Ranks known failed.
@@ -162,11 +164,12 @@ impl Detector {
             return;
         }
         if self.forwarded.insert(rank) {
-            for to in bmg_neighbors(self.n, self.me) {
-                if Some(to) != from && to != rank && !self.failed.contains(&to) {
+            let failed = &self.failed;
+            for_each_bmg_neighbor(self.n, self.me, |to| {
+                if Some(to) != from && to != rank && !failed.contains(&to) {
                     out.push(Action::Forward { to, rank });
                 }
-            }
+            });
         }
         if self.failed.insert(rank) {
             out.push(Action::Declare { rank });

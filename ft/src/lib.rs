@@ -15,12 +15,16 @@
 //! | [`detector`] | SC16 observation-ring heartbeat detector with reliable broadcast of findings |
 //! | [`wire`] | message encoding; malformed input is rejected, never a panic |
 //! | [`glue`] | message-class handlers, one activity, generic requests: drives the above from the engine |
+//! | [`gossip`] | seed 002's gossip failure detection and consensus (fault matrix, heuristic fault list, three-phase), sans-IO |
+//! | [`sim`] | deterministic discrete-event simulator driving the protocols above at up to 2^20 ranks |
 
 pub mod agree;
 pub mod detector;
 pub mod glue;
+pub mod gossip;
 pub mod revoke;
 pub mod shrink;
+pub mod sim;
 pub mod wire;
 
 pub use glue::{Ft, FtOptions, FtStats};
@@ -38,26 +42,128 @@ pub mod class {
     pub const FINDING: u8 = 43;
 }
 
+/// A small set of ranks: a sorted `Vec` without duplicates. Per-instance failure knowledge is
+/// usually a handful of ranks, so this costs 24 bytes when empty (a `HashSet` costs 48) and
+/// one allocation of 4 bytes per member otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RankSet(Vec<u32>);
+
+impl RankSet {
+    /// The empty set.
+    pub const fn new() -> RankSet {
+        RankSet(Vec::new())
+    }
+    /// Membership.
+    #[inline]
+    pub fn contains(&self, r: &u32) -> bool {
+        self.0.binary_search(r).is_ok()
+    }
+    /// Insert; true if `r` was not there.
+    pub fn insert(&mut self, r: u32) -> bool {
+        match self.0.binary_search(&r) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, r);
+                true
+            }
+        }
+    }
+    /// Number of members.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Members in increasing order.
+    pub fn as_slice(&self) -> &[u32] {
+        &self.0
+    }
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.0.capacity() * 4
+    }
+    /// Members in increasing order.
+    pub fn iter(&self) -> impl Iterator<Item = &u32> + '_ {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<u32> for RankSet {
+    fn from_iter<I: IntoIterator<Item = u32>>(it: I) -> RankSet {
+        let mut v: Vec<u32> = it.into_iter().collect();
+        v.sort_unstable();
+        v.dedup();
+        RankSet(v)
+    }
+}
+
+impl Extend<u32> for RankSet {
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, it: I) {
+        for r in it {
+            self.insert(r);
+        }
+    }
+}
+
+/// A view of which ranks are failed (what tree computations need).
+pub trait FailedView {
+    /// True if `r` is failed in this view.
+    fn has(&self, r: u32) -> bool;
+}
+
+impl FailedView for RankSet {
+    #[inline]
+    fn has(&self, r: u32) -> bool {
+        self.contains(&r)
+    }
+}
+
+impl<S: std::hash::BuildHasher> FailedView for std::collections::HashSet<u32, S> {
+    #[inline]
+    fn has(&self, r: u32) -> bool {
+        self.contains(&r)
+    }
+}
+
+/// Visit the neighbours of `me` in the binomial graph over `n` vertices (the order and set of
+/// [`bmg_neighbors`]) without allocating.
+pub fn for_each_bmg_neighbor(n: u32, me: u32, mut f: impl FnMut(u32)) {
+    if n <= 1 || me >= n {
+        return;
+    }
+    // Small degree (≤ 2·32): remember what was emitted in a fixed array.
+    let mut seen = [0u32; 64];
+    let mut k = 0;
+    let mut d: u64 = 1;
+    while d < n as u64 {
+        for v in [(me as u64 + d) % n as u64, (me as u64 + n as u64 - d % n as u64) % n as u64] {
+            let v = v as u32;
+            if v != me && !seen[..k].contains(&v) {
+                seen[k] = v;
+                k += 1;
+                f(v);
+            }
+        }
+        d *= 2;
+    }
+}
+
+/// Degree of every vertex of the binomial graph over `n` vertices.
+pub fn bmg_degree(n: u32) -> u32 {
+    let mut c = 0;
+    for_each_bmg_neighbor(n, 0, |_| c += 1);
+    c
+}
+
 /// Neighbours of `me` in the binomial graph over `n` vertices: `me ± 2^k (mod n)` for every
 /// `2^k < n`, without duplicates and without `me`. Its node connectivity equals its degree, so
 /// a broadcast that forwards to every neighbour reaches every live vertex as long as fewer
 /// than `degree` vertices have failed.
 pub fn bmg_neighbors(n: u32, me: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    if n <= 1 || me >= n {
-        return out;
-    }
-    let mut d: u64 = 1;
-    while d < n as u64 {
-        let d32 = d as u32;
-        for v in [(me as u64 + d) % n as u64, (me as u64 + n as u64 - d % n as u64) % n as u64] {
-            let v = v as u32;
-            if v != me && !out.contains(&v) {
-                out.push(v);
-            }
-        }
-        d = (d32 as u64) * 2;
-    }
+    for_each_bmg_neighbor(n, me, |v| out.push(v));
     out
 }
 

@@ -8,7 +8,9 @@
 //! live receiver forwards to all of its own neighbours. Later receipts are ignored, so each
 //! member sends at most D messages.
 
+#[cfg(test)]
 use crate::bmg_neighbors;
+use crate::{for_each_bmg_neighbor, RankSet};
 
 /// What the revoke state machine asks its driver to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,18 +27,23 @@ pub struct Revoke {
     n: u32,
     me: u32,
     delivered: bool,
-    failed: Vec<u32>,
+    failed: RankSet,
 }
 
 impl Revoke {
     /// Member `me` of a communicator of `n` ranks, knowing `failed` (communicator ranks).
     pub fn new(n: u32, me: u32, failed: &[u32]) -> Revoke {
-        Revoke { n, me, delivered: false, failed: failed.to_vec() }
+        Revoke { n, me, delivered: false, failed: failed.iter().copied().collect() }
     }
 
     /// True once this member delivered the revoke.
     pub fn delivered(&self) -> bool {
         self.delivered
+    }
+
+    /// True if `r` is known failed here (the driver drops its messages, as the glue does).
+    pub fn is_failed(&self, r: u32) -> bool {
+        self.failed.contains(&r)
     }
 
     /// The local process calls revoke.
@@ -51,9 +58,7 @@ impl Revoke {
 
     /// Communicator rank `r` failed: it will not be sent to.
     pub fn on_failure(&mut self, r: u32) -> Vec<Action> {
-        if !self.failed.contains(&r) {
-            self.failed.push(r);
-        }
+        self.failed.insert(r);
         Vec::new()
     }
 
@@ -62,11 +67,12 @@ impl Revoke {
             return Vec::new();
         }
         self.delivered = true;
-        let mut out: Vec<Action> = bmg_neighbors(self.n, self.me)
-            .into_iter()
-            .filter(|v| Some(*v) != from && !self.failed.contains(v))
-            .map(|to| Action::Send { to })
-            .collect();
+        let mut out: Vec<Action> = Vec::new();
+        for_each_bmg_neighbor(self.n, self.me, |v| {
+            if Some(v) != from && !self.failed.contains(&v) {
+                out.push(Action::Send { to: v });
+            }
+        });
         out.push(Action::Deliver);
         out
     }
