@@ -96,3 +96,22 @@ fn failure_free_era_is_two_log_n_rounds() {
         assert!((r.msgs_mean - 2.0 * ((1u64 << lg) - 1) as f64 / (1u64 << lg) as f64).abs() < 1e-9);
     }
 }
+
+#[test]
+fn gossip_reached_is_independent_of_the_margin() {
+    for proto in [Proto::GossipHfl, Proto::GossipFm, Proto::Gossip3p] {
+        for seed in 1..6 {
+            let c = Config::new(proto, 512, seed, Mode::Before, 2);
+            let a = run(&c).unwrap_or_else(|v| panic!("{v}"));
+            let reached = a.reached.expect("consensus reached");
+            // The decision waits for the margin; consensus was reached before it.
+            assert!(reached <= a.rounds, "{a}");
+            let mut c0 = c.clone();
+            c0.gossip_min_cycles = Some(0);
+            let b = run(&c0).unwrap_or_else(|v| panic!("margin 0 is measured, not checked: {v}"));
+            assert_eq!(b.reached, a.reached, "{}: the margin changed the gossip: {a} / {b}", proto.name());
+            assert_eq!(b.reached_mean, a.reached_mean);
+            assert!(b.rounds <= a.rounds);
+        }
+    }
+}

@@ -48,6 +48,11 @@ struct Model {
     /// Hierarchical bin/bin tree for ERA / shrink (needs --rpn > 1).
     #[arg(long)]
     binbin: bool,
+    /// Gossip: cycles before any decision (the initial propagation phase, a safety margin;
+    /// default ⌈log₂N⌉ + 8). 0 measures the algorithms' own consensus test; below the
+    /// default, premature (wrong) decisions are reported as notes, not violations.
+    #[arg(long)]
+    gossip_min_cycles: Option<u32>,
 }
 
 impl Model {
@@ -76,6 +81,9 @@ impl Model {
         }
         if self.binbin {
             c.binbin = true;
+        }
+        if self.gossip_min_cycles.is_some() {
+            c.gossip_min_cycles = self.gossip_min_cycles;
         }
     }
     fn overridden(&self) -> bool {
@@ -205,23 +213,35 @@ fn main() -> ExitCode {
             let mut probe = Config::new(protocol, 2, seed, mode, 0);
             probe.net = Default::default();
             model.apply(&mut probe);
-            let o = ScaleOpts { proto: protocol, from, to, seed, mode, failures, net: probe.net };
+            let o = ScaleOpts {
+                proto: protocol,
+                from,
+                to,
+                seed,
+                mode,
+                failures,
+                net: probe.net,
+                gossip_min_cycles: probe.gossip_min_cycles,
+            };
             if csv {
-                println!("protocol,log2n,n,seed,dead,rounds_max,rounds_mean,msgs_per_proc,msgs_max,bytes_per_proc,mem_per_proc,vtime_us,events,trace,wall_s");
+                println!("protocol,log2n,n,seed,dead,rounds_max,rounds_mean,reached_max,reached_mean,msgs_per_proc,msgs_max,bytes_per_proc,mem_per_proc,vtime_us,events,trace,wall_s");
             } else {
                 println!(
-                    "scale: protocol={} mode={} failures={} seed={} N=2^{from}..2^{to}",
+                    "scale: protocol={} mode={} failures={} seed={} N=2^{from}..2^{to}{}",
                     protocol.name(),
                     mode.name(),
                     failures,
-                    seed
+                    seed,
+                    o.gossip_min_cycles.map_or(String::new(), |m| format!(" gossip-min-cycles={m}"))
                 );
                 println!(
-                    "{:>8} {:>5} {:>10} {:>10} {:>10} {:>8} {:>12} {:>10} {:>11} {:>18} {:>7}",
+                    "{:>8} {:>5} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8} {:>12} {:>10} {:>11} {:>18} {:>7}",
                     "N",
                     "dead",
                     "rounds",
                     "r.mean",
+                    "reached",
+                    "rch.mean",
                     "msgs/proc",
                     "max",
                     "bytes/proc",
@@ -235,7 +255,7 @@ fn main() -> ExitCode {
                 let r = &row.report;
                 if csv {
                     println!(
-                        "{},{},{},{},{},{},{:.3},{:.3},{},{:.1},{:.1},{:.3},{},{:016x},{:.3}",
+                        "{},{},{},{},{},{},{:.3},{},{},{:.3},{},{:.1},{:.1},{:.3},{},{:016x},{:.3}",
                         r.proto,
                         row.lg,
                         r.n,
@@ -243,6 +263,8 @@ fn main() -> ExitCode {
                         r.dead,
                         r.rounds,
                         r.rounds_mean,
+                        r.reached.map_or(String::new(), |x| format!("{x}")),
+                        r.reached_mean.map_or(String::new(), |x| format!("{x:.3}")),
                         r.msgs_mean,
                         r.msgs_max,
                         r.bytes_mean,
@@ -254,11 +276,13 @@ fn main() -> ExitCode {
                     );
                 } else {
                     println!(
-                        "{:>8} {:>5} {:>10.1} {:>10.2} {:>10.2} {:>8} {:>12.0} {:>10.0} {:>11.1} {:>18x} {:>7.2}",
+                        "{:>8} {:>5} {:>10.1} {:>10.2} {:>8} {:>8} {:>10.2} {:>8} {:>12.0} {:>10.0} {:>11.1} {:>18x} {:>7.2}",
                         r.n,
                         r.dead,
                         r.rounds,
                         r.rounds_mean,
+                        r.reached.map_or("-".into(), |x| format!("{x:.1}")),
+                        r.reached_mean.map_or("-".into(), |x| format!("{x:.2}")),
                         r.msgs_mean,
                         r.msgs_max,
                         r.bytes_mean,

@@ -55,6 +55,8 @@ pub trait Gossip {
     fn decision(&self) -> Option<&[u32]>;
     /// Cycles run so far.
     fn cycle(&self) -> u32;
+    /// The current fault view: the ranks known failed here (sorted). Only grows.
+    fn view(&self) -> &[u32];
     /// Size of a payload on the wire (bytes).
     fn payload_bytes(p: &Self::Payload) -> u64;
     /// Bytes of protocol state held by this process.
@@ -223,6 +225,9 @@ impl Gossip for Fm {
     fn cycle(&self) -> u32 {
         self.b.cycle
     }
+    fn view(&self) -> &[u32] {
+        self.b.known.as_slice()
+    }
     fn payload_bytes(p: &Self::Payload) -> u64 {
         8 + p.iter().map(|(_, b)| 4 + 8 * b.len() as u64).sum::<u64>()
     }
@@ -301,6 +306,9 @@ impl Gossip for Hfl {
     }
     fn cycle(&self) -> u32 {
         self.b.cycle
+    }
+    fn view(&self) -> &[u32] {
+        self.b.known.as_slice()
     }
     fn payload_bytes(p: &Self::Payload) -> u64 {
         8 + 4 * p.len() as u64
@@ -443,6 +451,9 @@ impl Gossip for ThreePhase {
     }
     fn cycle(&self) -> u32 {
         self.b.cycle
+    }
+    fn view(&self) -> &[u32] {
+        self.b.known.as_slice()
     }
     fn payload_bytes(p: &Self::Payload) -> u64 {
         16 + 20 * p.1.len() as u64

@@ -255,8 +255,11 @@ pub struct Config {
     pub notice_delay: u64,
     /// See `notice_delay`.
     pub notice_spread: u64,
-    /// Gossip: the initial propagation phase, in cycles (0: ⌈log₂ N⌉ + 1).
-    pub gossip_min_cycles: u32,
+    /// Gossip: the initial propagation phase (the safety margin before any decision), in
+    /// cycles; `None`: [`gossip::default_min_cycles`] (⌈log₂ N⌉ + 8). `Some(0)` lets the
+    /// algorithms decide as soon as their consensus test holds (unsafe for failures that
+    /// occurred before the run: agreement violations then become notes, not errors).
+    pub gossip_min_cycles: Option<u32>,
     /// Gossip: tolerance of the three-phase aggregation estimates.
     pub gossip_tol: f64,
 }
@@ -276,7 +279,7 @@ impl Config {
             skew: 0,
             notice_delay: 20_000,
             notice_spread: 20_000,
-            gossip_min_cycles: 0,
+            gossip_min_cycles: None,
             gossip_tol: 1e-3,
         };
         // Model variations drawn from the seed, so random tests cover them.
@@ -303,8 +306,9 @@ impl Config {
 
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
+        let margin = self.gossip_min_cycles.map_or(String::new(), |m| format!(" --gossip-min-cycles {m}"));
         format!(
-            "cargo run --release -p weft-ft --bin weft-sim -- run --protocol {} --n {} --seed {} --mode {} --failures {}",
+            "cargo run --release -p weft-ft --bin weft-sim -- run --protocol {} --n {} --seed {} --mode {} --failures {}{margin}",
             self.proto.name(),
             self.n,
             self.seed,
@@ -737,6 +741,13 @@ pub struct Report {
     pub rounds: f64,
     /// Mean over survivors of the decision round / cycle.
     pub rounds_mean: f64,
+    /// Gossip only: the cycle at which consensus was *reached* — the first cycle after which
+    /// every survivor holds the final agreed fault view and never changes it (max over
+    /// survivors of the cycle of its last view change), independent of the decision margin.
+    /// `None` for the tree protocols, or if the survivors' final views differ.
+    pub reached: Option<f64>,
+    /// Gossip only: mean over survivors of the cycle of the last view change.
+    pub reached_mean: Option<f64>,
     /// Virtual time from the start to the last decision / delivery (ns).
     pub vtime: u64,
     /// Messages per process: mean over all ranks.
@@ -774,6 +785,9 @@ impl fmt::Display for Report {
             self.events,
             self.trace
         )?;
+        if let (Some(a), Some(b)) = (self.reached, self.reached_mean) {
+            write!(f, " reached={a:.1} (mean {b:.1})")?;
+        }
         for n in &self.notes {
             write!(f, "\n  note: {n}")?;
         }

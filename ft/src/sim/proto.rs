@@ -349,6 +349,8 @@ fn run_agree(cfg: &Config) -> Result<Report, Box<Violation>> {
         mem_per_proc: mem as f64 / n as f64,
         events: core.events,
         trace: core.trace,
+        reached: None,
+        reached_mean: None,
         notes,
     })
 }
@@ -475,6 +477,8 @@ fn run_revoke(cfg: &Config) -> Result<Report, Box<Violation>> {
         mem_per_proc: (std::mem::size_of::<Revoke>() + rv.iter().map(|_| 0).sum::<usize>()) as f64,
         events: core.events,
         trace: core.trace,
+        reached: None,
+        reached_mean: None,
         notes: Vec::new(),
     })
 }
@@ -648,6 +652,8 @@ fn run_detector(cfg: &Config) -> Result<Report, Box<Violation>> {
         mem_per_proc: std::mem::size_of::<Detector>() as f64,
         events: core.events,
         trace: core.trace,
+        reached: None,
+        reached_mean: None,
         notes: vec![format!(
             "heartbeats {:.1}/proc; msgs/proc counts findings only; no-false-suspicion check {}",
             hb_sent as f64 / n_f,

@@ -51,6 +51,8 @@ pub struct ScaleOpts {
     pub failures: u32,
     /// Network model.
     pub net: Net,
+    /// Gossip decision margin (`None`: the default, see [`Config::gossip_min_cycles`]).
+    pub gossip_min_cycles: Option<u32>,
 }
 
 /// Run the scale series; `each` sees every row as it completes. Stops the fault matrix at
@@ -64,6 +66,7 @@ pub fn scale(o: &ScaleOpts, mut each: impl FnMut(&Row)) -> Result<Vec<Row>, Box<
         }
         let mut c = Config::new(o.proto, n, o.seed, o.mode, o.failures);
         c.net = o.net.clone();
+        c.gossip_min_cycles = o.gossip_min_cycles;
         c.skew = 0;
         c.binbin = false;
         let t = Instant::now();
@@ -89,6 +92,18 @@ pub fn fits(rows: &[Row]) -> Vec<(&'static str, f64, f64, f64)> {
     ] {
         let (a, b, r2) = fit(&xs, &ys);
         out.push((name, a, b, r2));
+    }
+    // Gossip: cycles to consensus reached, when every run reached it.
+    for (name, f) in [
+        ("reached cycles (max)", (|r: &Report| r.reached) as fn(&Report) -> Option<f64>),
+        ("reached cycles (mean)", |r: &Report| r.reached_mean),
+    ] {
+        if let Some(ys) = rows.iter().map(|r| f(&r.report)).collect::<Option<Vec<f64>>>() {
+            if !ys.is_empty() {
+                let (a, b, r2) = fit(&xs, &ys);
+                out.push((name, a, b, r2));
+            }
+        }
     }
     out
 }
