@@ -730,11 +730,15 @@ impl Engine {
         if self.ext.has_activities() {
             n += self.run_activities();
         }
-        if n == 0 {
-            self.idle = self.idle.wrapping_add(1);
-            if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
-                self.slow_path();
-            }
+        // A new failure wakes the slow activities at once (one word read per call).
+        if self.ext.has_slow() && self.ext.slow_seen != self.core.failed.list.len() {
+            self.run_slow_activities();
+        }
+        // The slow path runs by time, busy or idle: a rank that always has traffic must
+        // still poll for failures and keep its heartbeats going.
+        self.idle = self.idle.wrapping_add(1);
+        if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
+            self.slow_path();
         }
         n
     }
@@ -770,6 +774,9 @@ impl Engine {
             self.notify_failed(w);
         }
         self.scratch = found;
+        if self.ext.has_slow() {
+            self.run_slow_activities();
+        }
     }
 
     fn flush_pending(&mut self) -> usize {

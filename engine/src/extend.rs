@@ -44,6 +44,11 @@ pub type ClassHandler = Box<dyn FnMut(&mut Engine, u32, &Header, &[u8])>;
 #[derive(Default)]
 pub(crate) struct Extensions {
     activities: Vec<Box<dyn Activity>>,
+    /// Activities that only need failures and time: advanced on the slow path and when the
+    /// failure table grows, never on the per-message path.
+    slow: Vec<Box<dyn Activity>>,
+    /// Failure count the slow activities were last advanced with.
+    pub(crate) slow_seen: usize,
     handlers: Vec<Option<ClassHandler>>,
     /// Messages of a class whose handler is not installed yet (a peer may start a protocol
     /// before this process has set it up); delivered when the handler arrives. Bounded.
@@ -58,6 +63,11 @@ impl Extensions {
     pub(crate) fn has_activities(&self) -> bool {
         !self.activities.is_empty()
     }
+
+    #[inline]
+    pub(crate) fn has_slow(&self) -> bool {
+        !self.slow.is_empty()
+    }
 }
 
 /// First tag upper layers may use on a communicator's internal context.
@@ -70,6 +80,21 @@ impl Engine {
     /// Start advancing `a` on every progress call until it reports [`Step::Done`].
     pub fn spawn(&mut self, a: Box<dyn Activity>) {
         self.ext.activities.push(a);
+    }
+
+    /// Advance `a` on the slow path (every `slow_period`) and whenever a new failure is
+    /// recorded — for state machines driven by failures and timers (a failure detector, the
+    /// failure notices of agreements), which need not cost anything per message.
+    pub fn spawn_slow(&mut self, a: Box<dyn Activity>) {
+        self.ext.slow.push(a);
+    }
+
+    pub(crate) fn run_slow_activities(&mut self) {
+        self.ext.slow_seen = self.core.failed.list.len();
+        let mut acts = std::mem::take(&mut self.ext.slow);
+        acts.retain_mut(|a| a.advance(self) == Step::Continue);
+        acts.append(&mut self.ext.slow);
+        self.ext.slow = acts;
     }
 
     pub(crate) fn run_activities(&mut self) -> usize {

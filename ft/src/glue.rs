@@ -315,7 +315,9 @@ impl Glue {
             // `seen_failures` stays where it was (0): the first advance replays every failure
             // known so far to the instances that messages created before this activation
             // (state machines ignore failures they already know).
-            e.spawn(Box::new(Driver { st: st.clone() }));
+            // Failures, detector ticks and parked messages are all it handles: the engine
+            // advances it on its slow path and on new failures, not per message.
+            e.spawn_slow(Box::new(Driver { st: st.clone() }));
         }
     }
 
