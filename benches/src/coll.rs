@@ -438,7 +438,7 @@ fn peer_cmd(peer: Peer, cli: &CollCli, prog: &PathBuf) -> Result<Command, String
         }
     }
     let iters =
-        if peer == Peer::Mpich && cli.oversubscribed() { (cli.iters / 100).max(10) } else { cli.iters };
+        if peer == Peer::Mpich && cli.oversubscribed() { (cli.iters / 1000).max(10) } else { cli.iters };
     cmd.arg(prog).arg(peer.name()).args(cli.worker_args_iters(iters));
     Ok(cmd)
 }
@@ -456,7 +456,7 @@ fn drive(cli: &CollCli) -> ExitCode {
     if cli.peers && cli.oversubscribed() {
         notes.push(format!(
             "more ranks than cores: mpich (busy-polling, no yield) runs {} iterations instead of {}",
-            (cli.iters / 100).max(10),
+            (cli.iters / 1000).max(10),
             cli.iters
         ));
     }

@@ -633,12 +633,14 @@ impl Coll {
         Ok((Plan::Cached(slot, pc.last), tag, check))
     }
 
+    #[inline(always)]
     fn args<'a>(spec: &'a Spec, check: Check) -> RunArgs<'a> {
+        let (send, send_len, recv, recv_len) = (spec.send, spec.send_len, spec.recv, spec.recv_len);
         RunArgs {
-            send: spec.send,
-            send_len: spec.send_len,
-            recv: spec.recv,
-            recv_len: spec.recv_len,
+            send,
+            send_len,
+            recv,
+            recv_len,
             dt: spec.dtype,
             op: spec.op.as_ref().map(Cow::Borrowed),
             check,
@@ -695,7 +697,7 @@ impl Coll {
             Plan::Empty => Ok(()),
             Plan::Cached(slot, i) => {
                 let x = &mut self.comms[slot].cache[i];
-                let run =
+                let mut run =
                     Run::new(&*x.sched, c, tag, Self::args(spec, check), &mut x.bufs, x.stage_len, stage_max);
                 run.block(e)
             }

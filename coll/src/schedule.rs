@@ -285,7 +285,9 @@ impl RunBufs {
         if self.tmp.len() < t {
             self.tmp.resize(t, 0);
         }
-        self.tmp[..t].fill(0);
+        if t > 0 {
+            self.tmp[..t].fill(0);
+        }
         let st = stage_len.div_ceil(8);
         if self.stage.len() < st {
             self.stage.resize(st, 0);
@@ -365,6 +367,7 @@ pub(crate) struct Run<'a, S, B> {
 }
 
 impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
+    #[inline(always)]
     pub(crate) fn new(
         s: S,
         comm: CommId,
@@ -490,7 +493,7 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
     /// Run to completion in the caller: per round, post its steps, wait for each engine
     /// request in turn (the engine's wait, so the progress mode applies and other activities
     /// advance meanwhile), then run its local steps.
-    pub(crate) fn block(mut self, e: &mut Engine) -> Result<()> {
+    pub(crate) fn block(&mut self, e: &mut Engine) -> Result<()> {
         while self.round < self.s.rounds.len() {
             self.posted = true;
             if let Err(x) = self.post(e) {
