@@ -2,114 +2,16 @@
 //! through mutex-protected queues. Covers matching, ordering, rendezvous, flow control,
 //! communicator creation, bad input and failure completion without any real transport.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use weft_engine::*;
-
-type Msg = (u32, Header, Vec<u8>);
-
-/// Shared "network": one bounded inbox per rank, plus a dead flag per rank.
-struct Net {
-    inbox: Vec<Mutex<VecDeque<Msg>>>,
-    dead: Vec<Mutex<bool>>,
-    cap: usize,
-}
-
-struct InProc {
-    me: u32,
-    net: Arc<Net>,
-    reported: Vec<bool>,
-}
-
-impl Transport for InProc {
-    fn name(&self) -> &'static str {
-        "inproc"
-    }
-    fn eager_limit(&self) -> usize {
-        256
-    }
-    fn try_send(
-        &mut self,
-        peer: u32,
-        hdr: &Header,
-        payload: &[u8],
-    ) -> std::result::Result<bool, TransportError> {
-        if *self.net.dead[peer as usize].lock().unwrap() {
-            return Err(TransportError::PeerDead(peer));
-        }
-        let mut q = self.net.inbox[peer as usize].lock().unwrap();
-        if q.len() >= self.net.cap {
-            return Ok(false);
-        }
-        q.push_back((self.me, *hdr, payload.to_vec()));
-        Ok(true)
-    }
-    fn poll(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8])) -> usize {
-        let mut n = 0;
-        while n < budget {
-            let m = self.net.inbox[self.me as usize].lock().unwrap().pop_front();
-            let Some((from, h, p)) = m else { break };
-            sink(from, &h, &p);
-            n += 1;
-        }
-        n
-    }
-    fn expose(
-        &mut self,
-        _peer: u32,
-        addr: *const u8,
-        len: usize,
-    ) -> std::result::Result<RKey, TransportError> {
-        let mut k = [0u8; 32];
-        k[..8].copy_from_slice(&(addr as u64).to_le_bytes());
-        k[8..16].copy_from_slice(&(len as u64).to_le_bytes());
-        Ok(k)
-    }
-    fn unexpose(&mut self, _peer: u32, _key: &RKey) {}
-    unsafe fn get(
-        &mut self,
-        peer: u32,
-        key: &RKey,
-        dst: *mut u8,
-        len: usize,
-    ) -> std::result::Result<GetStatus, TransportError> {
-        if *self.net.dead[peer as usize].lock().unwrap() {
-            return Err(TransportError::PeerDead(peer));
-        }
-        let addr = u64::from_le_bytes(key[..8].try_into().unwrap()) as *const u8;
-        let max = u64::from_le_bytes(key[8..16].try_into().unwrap()) as usize;
-        assert!(len <= max);
-        // SAFETY: same address space; the sender keeps the buffer alive until our FIN.
-        unsafe { std::ptr::copy_nonoverlapping(addr, dst, len) };
-        Ok(GetStatus::Done)
-    }
-    fn poll_failures(&mut self, out: &mut Vec<u32>) {
-        for (i, d) in self.net.dead.iter().enumerate() {
-            if *d.lock().unwrap() && !self.reported[i] {
-                self.reported[i] = true;
-                out.push(i as u32);
-            }
-        }
-    }
-}
-
-fn net(n: u32, cap: usize) -> Arc<Net> {
-    Arc::new(Net {
-        inbox: (0..n).map(|_| Mutex::new(VecDeque::new())).collect(),
-        dead: (0..n).map(|_| Mutex::new(false)).collect(),
-        cap,
-    })
-}
+use weft_testkit::inproc::{join_all, net, Net};
 
 fn engine(me: u32, n: u32, net: &Arc<Net>) -> Engine {
     let cfg = EngineConfig { slow_period: Duration::from_micros(50), ..Default::default() };
-    let mut e = Engine::new(me, n, cfg);
-    let peers: Vec<u32> = (0..n).filter(|&p| p != me).collect();
-    e.add_transport(Box::new(InProc { me, net: net.clone(), reported: vec![false; n as usize] }), &peers);
-    e
+    weft_testkit::inproc::engine(me, n, net, cfg)
 }
 
 /// Run `f(rank, engine)` in `n` threads with a watchdog: a hang fails the test.
@@ -133,20 +35,7 @@ where
             })
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut hs: Vec<Option<_>> = hs.into_iter().map(Some).collect();
-    while hs.iter().any(Option::is_some) {
-        for slot in hs.iter_mut() {
-            if slot.as_ref().is_some_and(|h: &std::thread::JoinHandle<()>| h.is_finished()) {
-                if let Err(p) = slot.take().unwrap().join() {
-                    // A rank failed: report its panic, not the hang of its peers.
-                    std::panic::resume_unwind(p);
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "test hung");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    join_all(hs, Duration::from_secs(60));
 }
 
 #[test]

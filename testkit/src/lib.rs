@@ -12,6 +12,9 @@
 //! fails. [`mono_ns`] is a clock comparable across processes (kill-to-detection delays),
 //! [`pin`] binds the calling thread to a core (latency runs).
 //!
+//! [`inproc`] is the single-process counterpart: N engines in N threads over an in-memory
+//! transport, for the engine's and the collectives' tests.
+//!
 //! This crate owns only what does not depend on a concrete transport (`send_blocking` works
 //! through the `Transport` trait). Creating a transport, getting its card and connecting stay
 //! in each crate's `tests/common/mod.rs`.
@@ -53,6 +56,8 @@
 //!     let _ = std::fs::remove_dir_all(&dir);
 //! }
 //! ```
+
+pub mod inproc;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
