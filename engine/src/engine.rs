@@ -145,6 +145,8 @@ pub(crate) struct Core {
     pub(crate) stats: Stats,
     /// Messages of upper-layer classes, dispatched to their handlers after the poll.
     pub(crate) ctrl_inbox: Vec<(u32, Header, Vec<u8>)>,
+    /// Emptied payload buffers of dispatched control messages, reused for new arrivals.
+    ctrl_pool: Vec<Vec<u8>>,
     /// Finalize handshake: goodbyes sent, peers that confirmed ours, acknowledgements owed.
     bye_sent: Vec<bool>,
     confirmed: Vec<bool>,
@@ -209,6 +211,7 @@ impl Engine {
                 next_ctx: 2,
                 stats: Stats::default(),
                 ctrl_inbox: Vec::new(),
+                ctrl_pool: Vec::new(),
                 bye_sent: vec![false; nprocs as usize],
                 confirmed: vec![false; nprocs as usize],
                 acks_to_send: Vec::new(),
@@ -523,6 +526,25 @@ impl Engine {
     }
 
     /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
+    /// As [`Engine::send_or_queue`] for a borrowed payload: sent straight from `payload`
+    /// when nothing is queued ahead, copied only to be queued.
+    pub(crate) fn send_bytes_or_queue(&mut self, t: usize, w: u32, hdr: Header, payload: &[u8]) {
+        if self.core.pending[w as usize].is_empty() {
+            match self.transports[t].try_send(w, &hdr, payload) {
+                Ok(true) => {
+                    self.core.stats.sent_by_transport[t] += 1;
+                    return;
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    self.notify_failed(w);
+                    return;
+                }
+            }
+        }
+        self.core.enqueue(w, Outgoing { hdr, body: Body::Owned(payload.to_vec()), complete: None });
+    }
+
     pub(crate) fn send_or_queue(&mut self, t: usize, w: u32, out: Outgoing) {
         if self.core.pending[w as usize].is_empty() {
             match self.transports[t].try_send(w, &out.hdr, out.body.bytes()) {
@@ -1162,6 +1184,14 @@ impl Core {
         }
     }
 
+    /// Return a dispatched control payload's buffer for reuse (a few are kept).
+    pub(crate) fn recycle_ctrl(&mut self, mut b: Vec<u8>) {
+        if self.ctrl_pool.len() < 16 && b.capacity() <= 4096 {
+            b.clear();
+            self.ctrl_pool.push(b);
+        }
+    }
+
     fn enqueue(&mut self, w: u32, out: Outgoing) {
         self.pending[w as usize].push_back(out);
         self.n_pending += 1;
@@ -1220,7 +1250,9 @@ impl Core {
                 if self.failed.is_failed(peer) {
                     self.stats.dropped_from_failed += 1;
                 } else {
-                    self.ctrl_inbox.push((peer, *h, payload.to_vec()))
+                    let mut b = self.ctrl_pool.pop().unwrap_or_default();
+                    b.extend_from_slice(payload);
+                    self.ctrl_inbox.push((peer, *h, b))
                 }
             }
             _ => self.malformed(peer, "unknown message class"),

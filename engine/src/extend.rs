@@ -16,7 +16,6 @@
 //! block (no `wait`), because a blocked activity would stop the others.
 
 use crate::comm::ErrScope;
-use crate::engine::{Body, Outgoing};
 use crate::error::{Error, Result};
 use crate::request::{Phase, Req, ReqId};
 use crate::transport::{class, Header, TransportError};
@@ -128,9 +127,9 @@ impl Engine {
     }
 
     pub(crate) fn dispatch_ctrl(&mut self) -> usize {
-        let inbox = std::mem::take(&mut self.core.ctrl_inbox);
+        let mut inbox = std::mem::take(&mut self.core.ctrl_inbox);
         let n = inbox.len();
-        for (peer, h, payload) in inbox {
+        for (peer, h, payload) in inbox.drain(..) {
             let i = h.class as usize;
             match self.ext.handlers.get_mut(i).and_then(Option::take) {
                 Some(mut handler) => {
@@ -139,6 +138,7 @@ impl Engine {
                     if self.ext.handlers[i].is_none() {
                         self.ext.handlers[i] = Some(handler);
                     }
+                    self.core.recycle_ctrl(payload);
                 }
                 None if self.ext.parked.len() < MAX_PARKED => self.ext.parked.push((peer, h, payload)),
                 None => {
@@ -147,6 +147,10 @@ impl Engine {
                         Some(Error::Malformed { peer, what: "message class without handler" });
                 }
             }
+        }
+        // Keep the inbox's allocation unless a handler queued new messages meanwhile.
+        if self.core.ctrl_inbox.is_empty() {
+            self.core.ctrl_inbox = inbox;
         }
         n
     }
@@ -179,8 +183,7 @@ impl Engine {
                 payload.len()
             )));
         }
-        let out = Outgoing { hdr, body: Body::Owned(payload.to_vec()), complete: None };
-        self.send_or_queue(t as usize, peer, out);
+        self.send_bytes_or_queue(t as usize, peer, hdr, payload);
         Ok(())
     }
 
