@@ -246,10 +246,15 @@ fn agree(w: &Weft, c: &Comm, me: u32, n: u32) {
         die();
     }
     wait_known(w, n - 1);
+    let tree_only = std::env::var("WEFT_FT_AGREE").as_deref() == Ok("tree");
+    let fast0 = w.ft_stats().decided_fast;
     let t = Instant::now();
     let r = c.agree(1 | (2 << me));
     if !is_pf(&r) {
         fail(format!("agree with unacknowledged failure: {r:?}"));
+    }
+    if w.ft_stats().decided_fast != fast0 {
+        fail("an agreement with a known failure decided on the fast path".into());
     }
     let t_fail = t.elapsed();
     ok("ack", c.ack_failed());
@@ -259,11 +264,18 @@ fn agree(w: &Weft, c: &Comm, me: u32, n: u32) {
     }
     // Failure-free timing on the shrunk communicator.
     let s = ok("shrink", c.shrink());
+    let fast0 = w.ft_stats().decided_fast;
     let t = Instant::now();
     for _ in 0..200 {
         ok("agree", s.agree(1));
     }
     let per = t.elapsed().as_secs_f64() * 1e6 / 200.0;
+    let fast = w.ft_stats().decided_fast - fast0;
+    if fast != if tree_only { 0 } else { 200 } {
+        fail(format!(
+            "{fast} of 200 failure-free agreements on the fast path (WEFT_FT_AGREE tree: {tree_only})"
+        ));
+    }
     // During: the root (rank 0) starts the agreement and dies inside it.
     if me == 0 {
         let mut flag = 5u64;

@@ -46,6 +46,7 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_COLL_EXSCAN", default: "auto", help: "exscan algorithm: auto | recdbl | linear" },
     Key { name: "WEFT_FT_HB_PERIOD", default: "off", help: "heartbeat failure detector (observation ring): period in ms between heartbeats; off = detector disabled" },
     Key { name: "WEFT_FT_HB_TIMEOUT", default: "auto", help: "heartbeat detector: silence in ms after which the observed rank is declared failed (auto = 3 periods)" },
+    Key { name: "WEFT_FT_AGREE", default: "fast", help: "agreement (agree, shrink): fast (recursive doubling while nothing fails, falling back to ERA's tree) | tree (ERA only; set the same on every rank)" },
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
@@ -92,6 +93,8 @@ pub struct Config {
     pub ft_hb_period_ms: Option<u64>,
     /// `WEFT_FT_HB_TIMEOUT` in ms (`None` = three periods).
     pub ft_hb_timeout_ms: Option<u64>,
+    /// `WEFT_FT_AGREE`.
+    pub ft_agree: weft_ft::AgreePath,
 }
 
 /// Process binding policy (`WEFT_BIND`).
@@ -182,6 +185,13 @@ impl Config {
                         _ => Some(parse_num(&k, &v, 1u64)?),
                     }
                 }
+                "WEFT_FT_AGREE" => {
+                    c.ft_agree = match v.trim() {
+                        "fast" => weft_ft::AgreePath::Fast,
+                        "tree" => weft_ft::AgreePath::Tree,
+                        _ => return Err(bad(&k, &v, "expected fast or tree")),
+                    }
+                }
                 k if k.starts_with("WEFT_COLL_") => match c.coll.set_env(k, &v) {
                     Ok(true) => {}
                     Ok(false) => return Err(bad(k, &v, "unknown collective (see `weft-info` for the list)")),
@@ -222,6 +232,10 @@ impl Config {
             },
             "WEFT_FT_HB_PERIOD" => self.ft_hb_period_ms.map_or_else(|| "off".into(), |v| v.to_string()),
             "WEFT_FT_HB_TIMEOUT" => self.ft_hb_timeout_ms.map_or_else(|| "auto".into(), |v| v.to_string()),
+            "WEFT_FT_AGREE" => match self.ft_agree {
+                weft_ft::AgreePath::Fast => "fast".into(),
+                weft_ft::AgreePath::Tree => "tree".into(),
+            },
             k if k.starts_with("WEFT_COLL_") => return self.coll.env_value(k),
             _ => return None,
         })
@@ -244,6 +258,7 @@ impl Default for Config {
             coll: weft_coll::Overrides::default(),
             ft_hb_period_ms: None,
             ft_hb_timeout_ms: None,
+            ft_agree: weft_ft::AgreePath::Fast,
         }
     }
 }

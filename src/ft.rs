@@ -28,6 +28,7 @@ pub(crate) fn install(
     let opts = weft_ft::FtOptions {
         hb_period_ms: cfg.ft_hb_period_ms,
         hb_timeout_ms: cfg.ft_hb_timeout_ms,
+        agree: cfg.ft_agree,
         node_of,
     };
     Ok(weft_ft::Ft::install(e, opts)?)

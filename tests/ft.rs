@@ -41,6 +41,12 @@ fn agree_with_failures_before_and_root_dying_during() {
 }
 
 #[test]
+fn agree_tree_only_with_failures_before_and_root_dying_during() {
+    // The same scenario with the fast path off (ERA's tree only).
+    suite(4, &[], "agree", &[("WEFT_FT_AGREE", "tree")], &[1, 2]);
+}
+
+#[test]
 fn kill_during_shrink() {
     suite(4, &[], "shrink_kill", &[], &[0, 1, 3]);
 }

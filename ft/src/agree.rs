@@ -22,7 +22,24 @@
 //! - **Failures**: parents and children are recomputed; undecided members re-send up once
 //!   complete in the new view; the root may die — the next member in tree order takes over.
 //!
+//! ## Failure-free fast path ([`Era::with_fast_path`])
+//! Before the tree, members run recursive doubling ([`fast`]) — the exchange of a small
+//! allreduce — and decide as soon as they hold the merge of all contributions, without
+//! any message of the tree. A member that cannot finish it (it learns of a failure, or
+//! starts with one in its view) *falls back*: it floods `Abort` over the tree edges of its
+//! view (re-sent to new neighbours when the view changes) and runs the tree protocol with
+//! its partial value. Any tree message (`Abort`, `Up`, `Decide`) also makes a member fall
+//! back; one that already decided on the fast path joins the tree as a decided member: it
+//! sends `Decide` to its neighbours and answers `Up` with it.
+//!
 //! ## Invariants
+//! - Every fast-path decision is the merge of all n contributions, so fast decisions agree
+//!   with each other. A member that decided on the fast path never sends `Up`, so no
+//!   tree root can complete while it lives without its `Decide` reaching that root first
+//!   (the argument below): a tree decision equals any fast decision held by a live member.
+//! - The flood reaches every live member (a member forwards to each neighbour of every view
+//!   it holds), so a member stuck on the fast path — waiting for a partner that fell back or
+//!   died — is always released.
 //! - A member's parent changes only when that parent dies, so a child's report to a live
 //!   parent stays valid; the decision can enter a subtree only through its top, and every
 //!   live member holding a decision forwards it to its new parent, so a new root cannot
@@ -41,6 +58,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::{FailedView, RankSet};
+
+mod fast;
+use fast::Fast;
+pub use fast::FINAL as FAST_FINAL;
 
 /// The agreed value. Rank lists are sorted and free of duplicates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +162,11 @@ pub enum Msg {
     Up(Value),
     /// The decision.
     Decide(Value),
+    /// Fast path: a partial value for recursive-doubling step `step` ([`FAST_FINAL`]: the
+    /// final value, to an extra member).
+    Fast { step: u8, v: Value },
+    /// Fast path abandoned: fall back to the tree (flooded over tree edges).
+    Abort,
 }
 
 /// What the agreement asks its driver to do.
@@ -338,6 +364,21 @@ pub struct Era {
     dec_sent: RankSet,
     parent: Option<u32>,
     children: Vec<u32>,
+    mode: Mode,
+    /// This instance fell back from the fast path: `Abort` is flooded to tree neighbours.
+    flood: bool,
+    abort_sent: RankSet,
+}
+
+/// Which protocol a member runs.
+#[derive(Clone, Debug)]
+enum Mode {
+    /// The tree protocol (ERA).
+    Tree,
+    /// The fast path, not finished.
+    Fast(Fast),
+    /// Decided on the fast path; no tree message seen yet.
+    FastDone,
 }
 
 impl Era {
@@ -360,7 +401,52 @@ impl Era {
             dec_sent: RankSet::new(),
             parent,
             children,
+            mode: Mode::Tree,
+            flood: false,
+            abort_sent: RankSet::new(),
         }
+    }
+
+    /// Run the failure-free fast path first (see the module documentation). Every member of
+    /// an instance must make the same choice. Call before any other method.
+    pub fn with_fast_path(mut self) -> Era {
+        self.mode = Mode::Fast(Fast::new(self.tree.size(), self.me));
+        self
+    }
+
+    /// [`Era::new`] followed by [`Era::with_fast_path`], without computing the tree
+    /// neighbours until the member leaves the fast path (the failure-free agreement never
+    /// needs them).
+    pub fn new_fast(tree: Tree, me: u32, failed: &[u32]) -> Era {
+        let n = tree.size();
+        Era {
+            tree,
+            me,
+            failed: failed.iter().copied().filter(|&r| r != me).collect(),
+            mine: false,
+            acc: Value::identity(),
+            version: 0,
+            sent_up: None,
+            reported: RankSet::new(),
+            decided: None,
+            dec_sent: RankSet::new(),
+            parent: None,
+            children: Vec::new(),
+            mode: Mode::Fast(Fast::new(n, me)),
+            flood: false,
+            abort_sent: RankSet::new(),
+        }
+    }
+
+    /// Compute the tree neighbours in the current view.
+    fn refresh_view(&mut self) {
+        self.parent = self.tree.live_parent(self.me, &self.failed);
+        self.children = self.tree.live_children(self.me, &self.failed);
+    }
+
+    /// True while on the fast path (decided there or not) and no tree message was seen.
+    pub fn on_fast_path(&self) -> bool {
+        !matches!(self.mode, Mode::Tree)
     }
 
     /// The decision, once known (kept to answer late requests).
@@ -384,6 +470,11 @@ impl Era {
             + self.children.capacity() * 4
             + v(&self.acc)
             + self.decided.as_ref().map_or(0, v)
+            + self.abort_sent.heap_bytes()
+            + match &self.mode {
+                Mode::Fast(f) => f.heap_bytes(),
+                _ => 0,
+            }
     }
 
     /// Current parent in this member's view (`None`: root).
@@ -412,7 +503,11 @@ impl Era {
             out.push(Action::Decided(d));
             return out;
         }
-        self.check(&mut out);
+        match self.mode {
+            Mode::Fast(_) if !self.failed.is_empty() => self.fall_back(None, &mut out),
+            Mode::Fast(_) => self.fast_advance(&mut out),
+            _ => self.check(&mut out),
+        }
         out
     }
 
@@ -423,7 +518,20 @@ impl Era {
             return out;
         }
         match msg {
+            Msg::Fast { step, v } => {
+                if let Mode::Fast(f) = &mut self.mode {
+                    if f.on_msg(from, step, v, self.mine, &mut self.acc, &mut out) {
+                        self.fast_decide(&mut out);
+                    }
+                }
+            }
+            Msg::Abort => self.fall_back(Some(from), &mut out),
             Msg::Up(v) => {
+                // (A fast-decided member answers below; its flood skips `from`.)
+                if self.decided.is_some() {
+                    self.dec_sent.insert(from);
+                }
+                self.fall_back(Some(from), &mut out);
                 if let Some(d) = &self.decided {
                     // A late request: answer with the kept decision.
                     out.push(Action::Send { to: from, msg: Msg::Decide(d.clone()) });
@@ -438,11 +546,71 @@ impl Era {
             }
             Msg::Decide(v) => {
                 if self.decided.is_none() {
+                    if self.on_fast_path() {
+                        // Joining the tree by its decision: `decide` floods it.
+                        self.mode = Mode::Tree;
+                        self.flood = true;
+                        self.refresh_view();
+                    }
                     self.decide(v, Some(from), &mut out);
+                } else {
+                    self.dec_sent.insert(from);
+                    self.fall_back(Some(from), &mut out);
                 }
             }
         }
         out
+    }
+
+    /// Leave the fast path (if on it): flood `Abort` (or, once decided, `Decide`) to the tree
+    /// neighbours other than `from`, and continue with the tree protocol.
+    fn fall_back(&mut self, from: Option<u32>, out: &mut Vec<Action>) {
+        if !self.on_fast_path() {
+            return;
+        }
+        self.mode = Mode::Tree;
+        self.flood = true;
+        self.refresh_view();
+        if let Some(f) = from {
+            self.abort_sent.insert(f);
+        }
+        self.flood_neighbours(out);
+        self.check(out);
+    }
+
+    /// Send the flood message to each current tree neighbour that has not had it.
+    fn flood_neighbours(&mut self, out: &mut Vec<Action>) {
+        let targets: Vec<u32> = self.parent.iter().chain(self.children.iter()).copied().collect();
+        for t in targets {
+            match &self.decided {
+                Some(d) => {
+                    if self.dec_sent.insert(t) {
+                        out.push(Action::Send { to: t, msg: Msg::Decide(d.clone()) });
+                    }
+                }
+                None => {
+                    if self.abort_sent.insert(t) {
+                        out.push(Action::Send { to: t, msg: Msg::Abort });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Run the fast path's schedule; decide when it completes.
+    fn fast_advance(&mut self, out: &mut Vec<Action>) {
+        let Mode::Fast(f) = &mut self.mode else { return };
+        if f.advance(&mut self.acc, out) {
+            self.fast_decide(out);
+        }
+    }
+
+    /// The fast path completed: `acc` is the merge of every contribution.
+    fn fast_decide(&mut self, out: &mut Vec<Action>) {
+        self.mode = Mode::FastDone;
+        let d = self.acc.clone();
+        self.decided = Some(d.clone());
+        out.push(Action::Decided(d));
     }
 
     /// Rank `r` failed.
@@ -462,8 +630,18 @@ impl Era {
         {
             self.version += 1;
         }
-        self.parent = self.tree.live_parent(self.me, &self.failed);
-        self.children = self.tree.live_children(self.me, &self.failed);
+        self.refresh_view();
+        match self.mode {
+            // Decided on the fast path: members stuck on it learn of this failure too and
+            // fall back; this member answers them when their tree messages arrive.
+            Mode::FastDone => return out,
+            Mode::Fast(_) => {
+                self.fall_back(None, &mut out);
+                return out;
+            }
+            Mode::Tree if self.flood && self.decided.is_none() => self.flood_neighbours(&mut out),
+            Mode::Tree => {}
+        }
         if let Some(d) = self.decided.clone() {
             // Make sure the new parent and children hear of the decision.
             let targets: Vec<u32> = self.parent.iter().chain(self.children.iter()).copied().collect();
@@ -562,6 +740,35 @@ mod tests {
                     }
                 }
             }
+        }
+        fn fast(mut self) -> Sim {
+            // Half the members built as the glue builds them (neighbours computed lazily).
+            self.m = self
+                .m
+                .into_iter()
+                .map(|e| {
+                    if e.me % 2 == 0 {
+                        Era::new_fast(e.tree.clone(), e.me, e.failed.as_slice())
+                    } else {
+                        e.with_fast_path()
+                    }
+                })
+                .collect();
+            self
+        }
+        fn deliver_all(&mut self, mut skip: impl FnMut(u32, u32, &Msg) -> bool) -> usize {
+            let mut held = VecDeque::new();
+            while let Some((f, t, msg)) = self.q.pop_front() {
+                if skip(f, t, &msg) {
+                    held.push_back((f, t, msg));
+                } else if self.alive[t as usize] {
+                    let a = self.m[t as usize].on_msg(f, msg);
+                    self.apply(t, a);
+                }
+            }
+            let n = held.len();
+            self.q = held;
+            n
         }
         fn kill(&mut self, v: u32) {
             self.alive[v as usize] = false;
@@ -738,19 +945,22 @@ mod tests {
 
     #[test]
     fn many_failures_during_with_random_schedules() {
-        // Deterministic pseudo-random schedules: several victims at random points.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        random_runs(false, 300, 0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn random_runs(fast: bool, iters: usize, mut seed: u64) {
         let mut rnd = |m: u64| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed % m
         };
-        for _ in 0..300 {
+        for _ in 0..iters {
             let n = 2 + rnd(30) as u32;
             let k = rnd(n as u64 / 2 + 1) as usize;
             let kills: Vec<(usize, u32)> =
                 (0..k).map(|_| (rnd(4 * n as u64) as usize, rnd(n as u64) as u32)).collect();
+            let before: Vec<u32> = if rnd(4) == 0 { vec![rnd(n as u64) as u32] } else { vec![] };
             let delay = rnd(8) as usize;
             let lifo = rnd(2) == 1;
             let hier = rnd(2) == 1;
@@ -760,7 +970,10 @@ mod tests {
             } else {
                 Tree::binary(n)
             };
-            let mut s = Sim::new(tree, &[]);
+            let mut s = Sim::new(tree, &before);
+            if fast {
+                s = s.fast();
+            }
             let flags: Vec<u64> = (0..n).map(|_| rnd(4) | 0xf0).collect();
             s.run(&flags, &kills, delay, lifo);
             if s.alive.iter().any(|&a| a) {
@@ -769,8 +982,115 @@ mod tests {
                 for (f, _) in flags.iter().zip(&s.alive).filter(|x| *x.1) {
                     assert_eq!(d.flag & f, d.flag);
                 }
+                // A contribution missing from the flag is named in the failed set.
+                for (r, f) in flags.iter().enumerate() {
+                    if d.flag & f != d.flag {
+                        assert!(
+                            d.failed.contains(&(r as u32)),
+                            "flag {:#x} lacks the contribution {f:#x} of {r}, not named failed",
+                            d.flag
+                        );
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn fast_path_failure_free_is_recursive_doubling() {
+        for n in 1..40u32 {
+            let mut s = Sim::new(Tree::binary(n), &[]).fast();
+            let flags: Vec<u64> = (0..n).map(|r| !(1u64 << (r % 64))).collect();
+            s.run(&flags, &[], 0, n % 2 == 0);
+            let d = s.check_uniform();
+            assert_eq!(d.flag, flags.iter().fold(u64::MAX, |a, b| a & b));
+            assert_eq!(d.ctx, n - 1, "max of contributions");
+            let p = 1usize << (31 - n.leading_zeros());
+            let rounds = p.trailing_zeros() as usize;
+            assert_eq!(s.msgs, 2 * (n as usize - p) + p * rounds, "n={n}");
+            assert!(s.m.iter().all(|e| e.on_fast_path()), "no tree message when nothing fails");
+        }
+    }
+
+    #[test]
+    fn fast_path_with_failures_before_falls_back_to_the_tree() {
+        let mut s = Sim::new(Tree::binary(9), &[0, 4]).fast();
+        s.run(&[7; 9], &[], 0, false);
+        let d = s.check_uniform();
+        assert_eq!(d.failed, vec![0, 4]);
+        assert_eq!(d.outcome(), Err((7, vec![0, 4])));
+        // Only some members know a failure: the others are released by the flood.
+        let tree = Tree::binary(6);
+        let mut m: Vec<Era> = (0..6)
+            .map(|r| Era::new(tree.clone(), r, if r == 2 { &[5] } else { &[] }).with_fast_path())
+            .collect();
+        let mut q = VecDeque::new();
+        let mut dec = vec![None; 6];
+        for r in 0..5u32 {
+            let known: &[u32] = if r == 2 { &[5] } else { &[] };
+            for a in m[r as usize].start(Value::new(1, 0, known, &[])) {
+                match a {
+                    Action::Send { to, msg } => q.push_back((r, to, msg)),
+                    Action::Decided(v) => dec[r as usize] = Some(v),
+                }
+            }
+        }
+        while let Some((f, t, msg)) = q.pop_front() {
+            if t == 5 {
+                continue;
+            }
+            for a in m[t as usize].on_msg(f, msg) {
+                match a {
+                    Action::Send { to, msg } => q.push_back((t, to, msg)),
+                    Action::Decided(v) => dec[t as usize] = Some(v),
+                }
+            }
+            if q.is_empty() && dec[..5].iter().any(|d| d.is_none()) {
+                // The others learn of 5's death late.
+                for r in [0u32, 1, 3, 4] {
+                    for a in m[r as usize].on_failure(5) {
+                        if let Action::Send { to, msg } = a {
+                            q.push_back((r, to, msg));
+                        }
+                    }
+                }
+            }
+        }
+        let d0 = dec[0].clone().expect("0 decided");
+        for (r, d) in dec.iter().enumerate().take(5).skip(1) {
+            assert_eq!(d.as_ref(), Some(&d0), "member {r}");
+        }
+        assert_eq!(d0.outcome(), Err((1, vec![5])));
+    }
+
+    #[test]
+    fn fast_decision_survives_fallback_of_others() {
+        // n = 4: 3 dies after its step-1 exchange with 2 but before its step-2 message to 1
+        // leaves. 0 and 2 decide on the fast path (3's contribution included); 1 falls back
+        // and must reach the same value through the tree.
+        let n = 4;
+        let mut s = Sim::new(Tree::binary(n), &[]).fast();
+        let flags = [0xf1u64, 0xf2, 0xf4, 0xf8];
+        for r in 0..n {
+            let a = s.m[r as usize].start(Value::new(flags[r as usize], r, &[], &[]));
+            s.apply(r, a);
+        }
+        let held = s.deliver_all(|f, _, m| f == 3 && matches!(m, Msg::Fast { step: 2, .. }));
+        assert_eq!(held, 1);
+        assert!(s.decided[0].is_some() && s.decided[2].is_some() && s.decided[1].is_none());
+        let fast = s.decided[0].clone().unwrap();
+        assert_eq!(fast.flag, 0xf0);
+        s.kill(3);
+        s.notify(3);
+        s.deliver_all(|_, _, _| false);
+        let d = s.check_uniform();
+        assert_eq!(d, fast, "the tree must adopt the fast decision");
+        assert!(!s.m[0].on_fast_path(), "0 joined the tree to answer 1");
+    }
+
+    #[test]
+    fn fast_path_many_failures_during_with_random_schedules() {
+        random_runs(true, 1500, 0x2545_f491_4f6c_dd1d);
     }
 
     #[test]

@@ -14,8 +14,8 @@
 //! Actions map to `send_ctrl` (communicator ranks translated to world ranks), `revoke_local`,
 //! `notify_failed`, `comm_create_agreed` and `complete_request`.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -35,9 +35,22 @@ pub struct FtOptions {
     pub hb_period_ms: Option<u64>,
     /// Suspicion timeout in ms (`None`: three periods).
     pub hb_timeout_ms: Option<u64>,
+    /// How agreements run (every rank must use the same).
+    pub agree: AgreePath,
     /// Node of each world rank (empty: unknown, flat trees). With ranks on several nodes and
     /// several ranks on one node, agreements use the hierarchical bin/bin tree.
     pub node_of: Vec<u32>,
+}
+
+/// How agreements (agree, shrink) run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AgreePath {
+    /// Recursive doubling while nothing fails, falling back to ERA's tree
+    /// ([`Era::with_fast_path`]).
+    #[default]
+    Fast,
+    /// ERA's tree only.
+    Tree,
 }
 
 /// Counters of the FT layer.
@@ -55,6 +68,8 @@ pub struct FtStats {
     pub revokes: u64,
     /// Agreements (including shrinks) decided here.
     pub decided: u64,
+    /// Of those, decided on the failure-free fast path.
+    pub decided_fast: u64,
     /// Heartbeats sent.
     pub heartbeats: u64,
     /// Failures this process's detector (or a finding it received) declared.
@@ -109,6 +124,8 @@ struct Glue {
     pool: CtxPool,
     det: Option<Detector>,
     stats: FtStats,
+    /// Encoding buffer, reused for every message sent.
+    buf: Vec<u8>,
 }
 
 /// Handle on the FT layer of one process (cheap to clone).
@@ -142,13 +159,14 @@ impl Ft {
                 clock: Instant::now(),
                 active: false,
                 seen_failures: 0,
-                comms: HashMap::new(),
-                insts: HashMap::new(),
+                comms: HashMap::default(),
+                insts: HashMap::default(),
                 parked: Vec::new(),
                 parked_at: 0,
                 pool: CtxPool::default(),
                 det: None,
                 stats: FtStats::default(),
+                buf: Vec::with_capacity(64),
             })),
         };
         for cls in [class::REVOKE, class::AGREE, class::HEARTBEAT, class::FINDING] {
@@ -387,10 +405,11 @@ impl Glue {
         Revoke::new(info.world_of.len() as u32, info.rank, &self.failed_ranks(e, ctx))
     }
 
-    fn send(&self, e: &mut Engine, w: u32, ctx: u32, m: &Wire) {
-        let p = m.encode();
+    fn send(&mut self, e: &mut Engine, w: u32, ctx: u32, m: &Wire) {
+        self.buf.clear();
+        m.encode_into(&mut self.buf);
         // A failed destination is fine to skip: the failure notice path handles it.
-        let _ = e.send_ctrl(w, hdr(m.class(), ctx, p.len()), &p);
+        let _ = e.send_ctrl(w, hdr(m.class(), ctx, self.buf.len()), &self.buf);
     }
 
     fn apply_revoke(&mut self, e: &mut Engine, ctx: u32, acts: Vec<revoke::Action>) {
@@ -414,7 +433,10 @@ impl Glue {
         if !self.insts.contains_key(&(ctx, seq)) {
             let failed = self.failed_ranks(e, ctx);
             let info = &self.comms[&ctx];
-            let era = Era::new(info.tree.clone(), info.rank, &failed);
+            let era = match self.opts.agree {
+                AgreePath::Fast => Era::new_fast(info.tree.clone(), info.rank, &failed),
+                AgreePath::Tree => Era::new(info.tree.clone(), info.rank, &failed),
+            };
             self.insts.insert((ctx, seq), Inst { era, local: None });
         }
         self.insts.get_mut(&(ctx, seq)).expect("inserted")
@@ -445,6 +467,9 @@ impl Glue {
 
     fn decided(&mut self, e: &mut Engine, ctx: u32, seq: u32, v: Value) {
         self.stats.decided += 1;
+        if self.insts.get(&(ctx, seq)).is_some_and(|i| i.era.on_fast_path()) {
+            self.stats.decided_fast += 1;
+        }
         let Some(local) = self.insts.get_mut(&(ctx, seq)).and_then(|i| i.local.take()) else {
             return;
         };

@@ -27,7 +27,7 @@ pub mod shrink;
 pub mod sim;
 pub mod wire;
 
-pub use glue::{Ft, FtOptions, FtStats};
+pub use glue::{AgreePath, Ft, FtOptions, FtStats};
 
 /// Message classes of the FT protocols (engine classes ≥ `class::FIRST_FREE`; 16..=39 are
 /// left to the collectives layer).

@@ -60,6 +60,10 @@ impl Shrink {
     pub fn new(tree: Tree, me: u32, failed: &[u32]) -> Shrink {
         Shrink { n: tree.size(), era: Era::new(tree, me, failed) }
     }
+    /// Run the agreement's failure-free fast path first ([`Era::with_fast_path`]).
+    pub fn with_fast_path(self) -> Shrink {
+        Shrink { n: self.n, era: self.era.with_fast_path() }
+    }
     /// Contribute the context proposal `ctx` and the known `failed` ranks.
     pub fn start(&mut self, ctx: u32, failed: &[u32]) -> Vec<ShrinkAction> {
         map(self.n, self.era.start(Value::new(u64::MAX, ctx, failed, &[])))

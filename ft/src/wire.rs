@@ -6,6 +6,8 @@
 //! |---|---|---|
 //! | 1 `Revoke` | REVOKE | ctx u32, epoch u32 |
 //! | 2 `Up` / 3 `Decide` | AGREE | ctx u32, epoch u32, seq u32, flag u64, newctx u32, nfailed u32, failed[nfailed] u32, acked_all u8 (1 = "everything", 0 = list), nacked u32, acked[nacked] u32 |
+//! | 6 `Fast` | AGREE | ctx u32, epoch u32, seq u32, step u8, then the value as for `Up` |
+//! | 7 `Abort` | AGREE | ctx u32, epoch u32, seq u32 |
 //! | 4 `Heartbeat` | HEARTBEAT | counter u64 |
 //! | 5 `Finding` | FINDING | failed world rank u32 |
 //!
@@ -38,11 +40,29 @@ const K_UP: u8 = 2;
 const K_DECIDE: u8 = 3;
 const K_HB: u8 = 4;
 const K_FINDING: u8 = 5;
+const K_FAST: u8 = 6;
+const K_ABORT: u8 = 7;
 
 fn put_list(out: &mut Vec<u8>, l: &[u32]) {
     out.extend_from_slice(&(l.len() as u32).to_le_bytes());
     for x in l {
         out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+fn put_value(o: &mut Vec<u8>, v: &Value) {
+    o.extend_from_slice(&v.flag.to_le_bytes());
+    o.extend_from_slice(&v.ctx.to_le_bytes());
+    put_list(o, &v.failed);
+    match &v.acked {
+        None => {
+            o.push(1);
+            put_list(o, &[]);
+        }
+        Some(a) => {
+            o.push(0);
+            put_list(o, a);
+        }
     }
 }
 
@@ -60,6 +80,12 @@ impl Wire {
     /// Encode.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::with_capacity(48);
+        self.encode_into(&mut o);
+        o
+    }
+
+    /// Encode, appending to `o`.
+    pub fn encode_into(&self, o: &mut Vec<u8>) {
         match self {
             Wire::Revoke { ctx, epoch } => {
                 o.push(K_REVOKE);
@@ -67,26 +93,19 @@ impl Wire {
                 o.extend_from_slice(&epoch.to_le_bytes());
             }
             Wire::Agree { ctx, epoch, seq, msg } => {
-                let (k, v) = match msg {
-                    AgreeMsg::Up(v) => (K_UP, v),
-                    AgreeMsg::Decide(v) => (K_DECIDE, v),
+                let (k, step, v) = match msg {
+                    AgreeMsg::Up(v) => (K_UP, None, Some(v)),
+                    AgreeMsg::Decide(v) => (K_DECIDE, None, Some(v)),
+                    AgreeMsg::Fast { step, v } => (K_FAST, Some(*step), Some(v)),
+                    AgreeMsg::Abort => (K_ABORT, None, None),
                 };
                 o.push(k);
                 o.extend_from_slice(&ctx.to_le_bytes());
                 o.extend_from_slice(&epoch.to_le_bytes());
                 o.extend_from_slice(&seq.to_le_bytes());
-                o.extend_from_slice(&v.flag.to_le_bytes());
-                o.extend_from_slice(&v.ctx.to_le_bytes());
-                put_list(&mut o, &v.failed);
-                match &v.acked {
-                    None => {
-                        o.push(1);
-                        put_list(&mut o, &[]);
-                    }
-                    Some(a) => {
-                        o.push(0);
-                        put_list(&mut o, a);
-                    }
+                o.extend(step);
+                if let Some(v) = v {
+                    put_value(o, v);
                 }
             }
             Wire::Heartbeat { counter } => {
@@ -98,7 +117,6 @@ impl Wire {
                 o.extend_from_slice(&rank.to_le_bytes());
             }
         }
-        o
     }
 
     /// Decode a payload that arrived in message class `cls`.
@@ -107,23 +125,17 @@ impl Wire {
         let k = r.u8()?;
         let w = match (cls, k) {
             (crate::class::REVOKE, K_REVOKE) => Wire::Revoke { ctx: r.u32()?, epoch: r.u32()? },
-            (crate::class::AGREE, K_UP | K_DECIDE) => {
+            (crate::class::AGREE, K_UP | K_DECIDE | K_FAST | K_ABORT) => {
                 let (ctx, epoch, seq) = (r.u32()?, r.u32()?, r.u32()?);
-                let flag = r.u64()?;
-                let nctx = r.u32()?;
-                let failed = r.list()?;
-                let all = r.u8()?;
-                let acked = r.list()?;
-                let acked = match all {
-                    1 if acked.is_empty() => None,
-                    0 => Some(acked),
-                    _ => return Err(Malformed("bad acked-set marker")),
+                let msg = match k {
+                    K_ABORT => AgreeMsg::Abort,
+                    K_FAST => {
+                        let step = r.u8()?;
+                        AgreeMsg::Fast { step, v: r.value()? }
+                    }
+                    K_UP => AgreeMsg::Up(r.value()?),
+                    _ => AgreeMsg::Decide(r.value()?),
                 };
-                let v = Value { flag, ctx: nctx, failed, acked };
-                if !v.is_canonical() {
-                    return Err(Malformed("rank lists not sorted"));
-                }
-                let msg = if k == K_UP { AgreeMsg::Up(v) } else { AgreeMsg::Decide(v) };
                 Wire::Agree { ctx, epoch, seq, msg }
             }
             (crate::class::HEARTBEAT, K_HB) => Wire::Heartbeat { counter: r.u64()? },
@@ -169,6 +181,23 @@ impl Reader<'_> {
         }
         (0..n).map(|_| self.u32()).collect()
     }
+    fn value(&mut self) -> Result<Value, Malformed> {
+        let flag = self.u64()?;
+        let ctx = self.u32()?;
+        let failed = self.list()?;
+        let all = self.u8()?;
+        let acked = self.list()?;
+        let acked = match all {
+            1 if acked.is_empty() => None,
+            0 => Some(acked),
+            _ => return Err(Malformed("bad acked-set marker")),
+        };
+        let v = Value { flag, ctx, failed, acked };
+        if !v.is_canonical() {
+            return Err(Malformed("rank lists not sorted"));
+        }
+        Ok(v)
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +209,8 @@ mod tests {
         vec![
             Wire::Revoke { ctx: 4, epoch: 99 },
             Wire::Agree { ctx: 2, epoch: 7, seq: 3, msg: AgreeMsg::Up(v.clone()) },
+            Wire::Agree { ctx: 2, epoch: 7, seq: 3, msg: AgreeMsg::Fast { step: 2, v: v.clone() } },
+            Wire::Agree { ctx: 2, epoch: 7, seq: 3, msg: AgreeMsg::Abort },
             Wire::Agree { ctx: 2, epoch: 7, seq: 3, msg: AgreeMsg::Decide(Value { acked: None, ..v }) },
             Wire::Heartbeat { counter: 42 },
             Wire::Finding { rank: 3 },

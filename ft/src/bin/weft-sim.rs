@@ -48,6 +48,10 @@ struct Model {
     /// Hierarchical bin/bin tree for ERA / shrink (needs --rpn > 1).
     #[arg(long)]
     binbin: bool,
+    /// ERA / shrink: run the failure-free fast path (recursive doubling) first, as the engine
+    /// does.
+    #[arg(long)]
+    fast_path: bool,
     /// Gossip: cycles before any decision (the initial propagation phase, a safety margin;
     /// default ⌈log₂N⌉ + 8). 0 measures the algorithms' own consensus test; below the
     /// default, premature (wrong) decisions are reported as notes, not violations.
@@ -82,6 +86,9 @@ impl Model {
         if self.binbin {
             c.binbin = true;
         }
+        if self.fast_path {
+            c.fast_path = true;
+        }
         if self.gossip_min_cycles.is_some() {
             c.gossip_min_cycles = self.gossip_min_cycles;
         }
@@ -95,6 +102,7 @@ impl Model {
             || self.jitter.is_some()
             || self.no_fifo
             || self.binbin
+            || self.fast_path
     }
 }
 
@@ -179,7 +187,7 @@ fn main() -> ExitCode {
             let mut c = Config::new(protocol, n, seed, mode.unwrap_or(m0), failures.unwrap_or(k0));
             model.apply(&mut c);
             println!(
-                "weft-sim run: protocol={} n={} seed={} mode={} failures={} rpn={} binbin={} jitter={}ns skew={}ns",
+                "weft-sim run: protocol={} n={} seed={} mode={} failures={} rpn={} binbin={} fast_path={} jitter={}ns skew={}ns",
                 protocol.name(),
                 n,
                 seed,
@@ -187,6 +195,7 @@ fn main() -> ExitCode {
                 c.failures,
                 c.net.ranks_per_node,
                 c.binbin,
+                c.fast_path,
                 c.net.jitter,
                 c.skew
             );

@@ -249,6 +249,9 @@ pub struct Config {
     pub net: Net,
     /// Hierarchical bin/bin tree (ERA, shrink) over `net.ranks_per_node`-rank nodes.
     pub binbin: bool,
+    /// ERA / shrink: run the failure-free fast path (recursive doubling) first, as the
+    /// engine does ([`crate::agree::Era::with_fast_path`]).
+    pub fast_path: bool,
     /// Ranks start the operation at a random time in `[0, skew]` ns.
     pub skew: u64,
     /// Failure notices reach a rank `notice_delay` + up to `notice_spread` ns after the death.
@@ -276,6 +279,7 @@ impl Config {
             fails: Vec::new(),
             net: Net::default(),
             binbin: false,
+            fast_path: false,
             skew: 0,
             notice_delay: 20_000,
             notice_spread: 20_000,
@@ -294,6 +298,7 @@ impl Config {
         if r.below(4) == 0 {
             c.net.jitter = 10_000; // heavy reordering between pairs
         }
+        c.fast_path = r.below(2) == 0 && matches!(proto, Proto::Era | Proto::Shrink);
         c.fails = schedule(proto, c.n, seed, mode, failures, c.net.ranks_per_node, c.binbin);
         c
     }

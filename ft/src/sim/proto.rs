@@ -123,7 +123,8 @@ fn map_shrink(a: Vec<ShrinkAction>) -> Vec<Out> {
 
 fn msg_bytes(m: &Msg) -> u64 {
     let v = match m {
-        Msg::Up(v) | Msg::Decide(v) => v,
+        Msg::Up(v) | Msg::Decide(v) | Msg::Fast { v, .. } => v,
+        Msg::Abort => return 24 + 12,
     };
     // Wire: header + flag, ctx, two rank lists (see `wire`).
     24 + 8 + 4 + 8 + 4 * (v.failed.len() + v.acked.as_ref().map_or(0, |a| a.len())) as u64
@@ -152,10 +153,11 @@ fn run_agree(cfg: &Config) -> Result<Report, Box<Violation>> {
     let mut nodes: Vec<Node> = Vec::with_capacity(n as usize);
     for r in 0..n {
         let known = known_at_start(cfg, &before, r);
-        nodes.push(if shrink {
-            Node::Shrink(Shrink::new(tree.clone(), r, &known))
-        } else {
-            Node::Era(Era::new(tree.clone(), r, &known))
+        nodes.push(match (shrink, cfg.fast_path) {
+            (true, false) => Node::Shrink(Shrink::new(tree.clone(), r, &known)),
+            (true, true) => Node::Shrink(Shrink::new(tree.clone(), r, &known).with_fast_path()),
+            (false, false) => Node::Era(Era::new(tree.clone(), r, &known)),
+            (false, true) => Node::Era(Era::new(tree.clone(), r, &known).with_fast_path()),
         });
     }
     let flag = flags(cfg);
