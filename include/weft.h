@@ -34,9 +34,44 @@
 // Error scope: any failure in the job raises errors on the communicator until acknowledged.
 #define WEFT_SCOPE_UNIVERSE 2
 
+// Element type of a collective buffer. Functions take it as `int`: a value that is not one of
+// these is `WEFT_ERR_DATATYPE`.
+typedef enum weft_datatype {
+  // `uint8_t`
+  WEFT_UINT8 = 1,
+  // `int8_t`
+  WEFT_INT8,
+  // `uint16_t`
+  WEFT_UINT16,
+  // `int16_t`
+  WEFT_INT16,
+  // `uint32_t`
+  WEFT_UINT32,
+  // `int32_t`
+  WEFT_INT32,
+  // `uint64_t`
+  WEFT_UINT64,
+  // `int64_t`
+  WEFT_INT64,
+  // `float`
+  WEFT_FLOAT,
+  // `double`
+  WEFT_DOUBLE,
+  // raw bytes: only the bitwise and user-defined operations apply
+  WEFT_BYTE,
+  // `struct { int32_t value; int32_t index; }` (8 bytes), for MINLOC / MAXLOC
+  WEFT_2INT,
+  // `struct { float value; int32_t index; }` (8 bytes), for MINLOC / MAXLOC
+  WEFT_FLOAT_INT,
+  // `struct { double value; int32_t index; int32_t pad; }` (16 bytes; keep `pad` zero), for
+  // MINLOC / MAXLOC
+  WEFT_DOUBLE_INT,
+} weft_datatype;
+
 // Error codes. Each engine/facade error variant has exactly one code; `WEFT_ERR_ARG` also
-// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED` and
-// `WEFT_ERR_INTERNAL` (a caught panic) exist only in the C ABI.
+// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED`,
+// `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and `WEFT_ERR_DATATYPE` exist only in
+// the C ABI. New codes are appended, so existing values never change.
 typedef enum weft_error {
   WEFT_SUCCESS = 0,
   // `InvalidRank`
@@ -73,6 +108,11 @@ typedef enum weft_error {
   WEFT_ERR_ALREADY_INITIALIZED,
   // a bug in weft (a caught panic)
   WEFT_ERR_INTERNAL,
+  // invalid reduction operation: unknown or freed handle, `WEFT_OP_NULL`, or an operation
+  // that does not apply to the datatype (collectives)
+  WEFT_ERR_OP,
+  // invalid datatype value (collectives)
+  WEFT_ERR_DATATYPE,
 } weft_error;
 
 // Communicator handle.
@@ -93,11 +133,57 @@ typedef struct weft_status {
 // Request handle.
 typedef uint64_t weft_request;
 
+// A user-defined reduction (`MPI_User_function`): for `i < count`,
+// `inout[i] = input[i] ∘ inout[i]` over elements of type `dtype`, where `input` holds the
+// contribution of the lower ranks (the left operand). The buffers may be weft's scratch
+// memory. It must not call weft functions (they fail with `WEFT_ERR_INTERNAL`).
+typedef void (*weft_user_function)(const void *input, void *inout, size_t count, enum weft_datatype dtype);
+
+// Reduction operation handle: a predefined `WEFT_OP_*` or one made by `weft_op_create`.
+typedef uint64_t weft_op;
+
 // The null communicator (never a valid handle).
 #define WEFT_COMM_NULL 0
 
 // The null request (never a valid handle); completed requests are set to it.
 #define WEFT_REQUEST_NULL 0
+
+// The null operation (never valid).
+#define WEFT_OP_NULL 0
+
+// Sum (integers wrap).
+#define WEFT_OP_SUM 1
+
+// Product (integers wrap).
+#define WEFT_OP_PROD 2
+
+// Minimum.
+#define WEFT_OP_MIN 3
+
+// Maximum.
+#define WEFT_OP_MAX 4
+
+// Bitwise and (integers, `WEFT_BYTE`).
+#define WEFT_OP_BAND 5
+
+// Bitwise or (integers, `WEFT_BYTE`).
+#define WEFT_OP_BOR 6
+
+// Bitwise exclusive or (integers, `WEFT_BYTE`).
+#define WEFT_OP_BXOR 7
+
+// Logical and (integers; nonzero is true, the result is 0 or 1).
+#define WEFT_OP_LAND 8
+
+// Logical or (integers).
+#define WEFT_OP_LOR 9
+
+// Minimum value and its index (`WEFT_2INT`, `WEFT_FLOAT_INT`, `WEFT_DOUBLE_INT`; ties keep
+// the smaller index).
+#define WEFT_OP_MINLOC 10
+
+// Maximum value and its index (pair types; ties keep the smaller index).
+#define WEFT_OP_MAXLOC 11
 
 #ifdef __cplusplus
 extern "C" {
@@ -320,6 +406,246 @@ int weft_comm_set_error_scope(weft_comm c, int scope);
 // Uniform mode on `c` (`on` ≠ 0): covered collectives (now: `weft_barrier`) are followed by an
 // implicit agreement so every member returns the same outcome.
 int weft_comm_set_uniform(weft_comm c, int on);
+
+// `*size` = bytes of one element of `dtype`.
+//
+// # Safety
+// `size` must be NULL or valid for writes.
+int weft_datatype_size(int dtype, size_t *size);
+
+// Register a user-defined reduction: `*op` = its handle, usable by every reducing
+// collective with any datatype. `commute` ≠ 0 declares it commutative (weft may then combine
+// contributions in any order); otherwise ranks are combined in rank order. Operations are
+// assumed associative.
+//
+// # Safety
+// `f` must be NULL or safe to call as [`weft_user_function`] describes, until `weft_finalize`;
+// `op` NULL or valid for writes.
+int weft_op_create(weft_user_function f, int commute, weft_op *op);
+
+// Free the user operation `*op` and set `*op` = `WEFT_OP_NULL`. Collectives already started
+// with it complete normally. Predefined operations cannot be freed (`WEFT_ERR_OP`).
+//
+// # Safety
+// `op` must be NULL or valid for reads and writes.
+int weft_op_free(weft_op *op);
+
+// Non-blocking barrier: `*req` completes once every member of `c` has entered it.
+//
+// # Safety
+// `req` must be NULL or valid for writes.
+int weft_ibarrier(weft_comm c, weft_request *req);
+
+// Broadcast `count` elements of `buf` from `root` to every rank of `c`.
+//
+// # Safety
+// `buf` must be valid for reads (at the root) or writes (elsewhere) of `count` elements.
+int weft_bcast(void *buf, size_t count, int dtype, int root, weft_comm c);
+
+// Non-blocking [`weft_bcast`]; `*req` = its request.
+//
+// # Safety
+// As `weft_bcast`, with `buf` valid until the request completes; `req` NULL or valid.
+int weft_ibcast(void *buf, size_t count, int dtype, int root, weft_comm c, weft_request *req);
+
+// Reduce `count` elements of `send` from every rank with `op` into `recv` at `root` (`recv`
+// is not used elsewhere and may be NULL there).
+//
+// # Safety
+// `send` must be valid for reads of `count` elements; `recv` (at the root) for writes of
+// `count` elements.
+int weft_reduce(const void *send, void *recv, size_t count, int dtype, weft_op op, int root, weft_comm c);
+
+// Non-blocking [`weft_reduce`].
+//
+// # Safety
+// As `weft_reduce`, with the buffers valid until the request completes; `req` NULL or valid.
+int weft_ireduce(const void *send, void *recv, size_t count, int dtype, weft_op op, int root, weft_comm c, weft_request *req);
+
+// Reduce `count` elements of `send` from every rank with `op` into `recv` at every rank.
+// `send == recv` works in place (the buffer holds the contribution, then the result).
+//
+// # Safety
+// `send` must be valid for reads and `recv` for writes of `count` elements.
+int weft_allreduce(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
+
+// Non-blocking [`weft_allreduce`] (also in place).
+//
+// # Safety
+// As `weft_allreduce`, with the buffers valid until the request completes; `req` NULL or
+// valid.
+int weft_iallreduce(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
+
+// Gather `count` elements of `send` from every rank into `recv` at `root`, rank `i`'s at
+// element `i * count` (`recv` holds size × `count` elements; unused off the root).
+//
+// # Safety
+// `send` must be valid for reads of `count` elements; `recv` (at the root) for writes of
+// size × `count` elements.
+int weft_gather(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c);
+
+// Non-blocking [`weft_gather`].
+//
+// # Safety
+// As `weft_gather`, with the buffers valid until the request completes; `req` NULL or valid.
+int weft_igather(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c, weft_request *req);
+
+// Gather with per-rank counts: rank `i` sends `sendcount` elements, which land at
+// `recv + displs[i]` (elements) at the root, where `recvcounts[i]` must equal rank `i`'s
+// `sendcount`. `recvcounts`, `displs` and `recv` are read at the root only.
+//
+// # Safety
+// `send` must be valid for reads of `sendcount` elements; at the root, `recvcounts` and
+// `displs` for reads of size entries and `recv` for writes of every block.
+int weft_gatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, int root, weft_comm c);
+
+// Non-blocking [`weft_gatherv`] (`recvcounts` and `displs` are read during this call only).
+//
+// # Safety
+// As `weft_gatherv`, with the buffers valid until the request completes; `req` NULL or valid.
+int weft_igatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, int root, weft_comm c, weft_request *req);
+
+// Scatter: rank `i` receives `count` elements from `send + i * count` at `root` (`send`
+// holds size × `count` elements; unused off the root).
+//
+// # Safety
+// `send` (at the root) must be valid for reads of size × `count` elements; `recv` for writes
+// of `count` elements.
+int weft_scatter(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c);
+
+// Non-blocking [`weft_scatter`].
+//
+// # Safety
+// As `weft_scatter`, with the buffers valid until the request completes; `req` NULL or valid.
+int weft_iscatter(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c, weft_request *req);
+
+// Scatter with per-rank counts: rank `i` receives `sendcounts[i]` elements from
+// `send + displs[i]` at the root into `recv` (`recvcount` elements, which must match).
+// `send`, `sendcounts` and `displs` are read at the root only.
+//
+// # Safety
+// At the root, `sendcounts` and `displs` must be valid for reads of size entries and `send`
+// for reads of every block; `recv` for writes of `recvcount` elements.
+int weft_scatterv(const void *send, const size_t *sendcounts, const size_t *displs, void *recv, size_t recvcount, int dtype, int root, weft_comm c);
+
+// Non-blocking [`weft_scatterv`] (`sendcounts` and `displs` are read during this call only).
+//
+// # Safety
+// As `weft_scatterv`, with the buffers valid until the request completes; `req` NULL or
+// valid.
+int weft_iscatterv(const void *send, const size_t *sendcounts, const size_t *displs, void *recv, size_t recvcount, int dtype, int root, weft_comm c, weft_request *req);
+
+// Allgather: every rank receives rank `i`'s `count` elements at `recv + i * count`.
+//
+// # Safety
+// `send` must be valid for reads of `count` elements, `recv` for writes of size × `count`.
+int weft_allgather(const void *send, void *recv, size_t count, int dtype, weft_comm c);
+
+// Non-blocking [`weft_allgather`].
+//
+// # Safety
+// As `weft_allgather`, with the buffers valid until the request completes; `req` NULL or
+// valid.
+int weft_iallgather(const void *send, void *recv, size_t count, int dtype, weft_comm c, weft_request *req);
+
+// Allgather with per-rank counts: rank `i`'s `recvcounts[i]` elements land at
+// `recv + displs[i]` at every rank; `sendcount` must equal `recvcounts[rank]`.
+//
+// # Safety
+// `send` must be valid for reads of `sendcount` elements, `recvcounts` and `displs` for
+// reads of size entries, `recv` for writes of every block.
+int weft_allgatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, weft_comm c);
+
+// Non-blocking [`weft_allgatherv`] (the count arrays are read during this call only).
+//
+// # Safety
+// As `weft_allgatherv`, with the buffers valid until the request completes; `req` NULL or
+// valid.
+int weft_iallgatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, weft_comm c, weft_request *req);
+
+// All-to-all: block `i` of `send` (`count` elements at `i * count`) goes to rank `i`; block
+// `j` of `recv` comes from rank `j`.
+//
+// # Safety
+// `send` must be valid for reads and `recv` for writes of size × `count` elements.
+int weft_alltoall(const void *send, void *recv, size_t count, int dtype, weft_comm c);
+
+// Non-blocking [`weft_alltoall`].
+//
+// # Safety
+// As `weft_alltoall`, with the buffers valid until the request completes; `req` NULL or
+// valid.
+int weft_ialltoall(const void *send, void *recv, size_t count, int dtype, weft_comm c, weft_request *req);
+
+// All-to-all with per-rank counts: `sendcounts[i]` elements at `send + sdispls[i]` go to rank
+// `i`; `recvcounts[j]` elements from rank `j` land at `recv + rdispls[j]` (elements).
+//
+// # Safety
+// The four arrays must be valid for reads of size entries; `send` for reads and `recv` for
+// writes of every block.
+int weft_alltoallv(const void *send, const size_t *sendcounts, const size_t *sdispls, void *recv, const size_t *recvcounts, const size_t *rdispls, int dtype, weft_comm c);
+
+// Non-blocking [`weft_alltoallv`] (the count arrays are read during this call only).
+//
+// # Safety
+// As `weft_alltoallv`, with the buffers valid until the request completes; `req` NULL or
+// valid.
+int weft_ialltoallv(const void *send, const size_t *sendcounts, const size_t *sdispls, void *recv, const size_t *recvcounts, const size_t *rdispls, int dtype, weft_comm c, weft_request *req);
+
+// Reduce-scatter: `send` holds Σ `recvcounts` elements; rank `i` receives in `recv` the
+// reduction with `op` of block `i` (`recvcounts[i]` elements, blocks in rank order).
+//
+// # Safety
+// `recvcounts` must be valid for reads of size entries, `send` for reads of their sum and
+// `recv` for writes of `recvcounts[rank]` elements.
+int weft_reduce_scatter(const void *send, void *recv, const size_t *recvcounts, int dtype, weft_op op, weft_comm c);
+
+// Non-blocking [`weft_reduce_scatter`] (`recvcounts` is read during this call only).
+//
+// # Safety
+// As `weft_reduce_scatter`, with the buffers valid until the request completes; `req` NULL
+// or valid.
+int weft_ireduce_scatter(const void *send, void *recv, const size_t *recvcounts, int dtype, weft_op op, weft_comm c, weft_request *req);
+
+// Reduce-scatter with equal blocks: `send` holds size × `count` elements; rank `i` receives
+// the reduction of block `i` (`count` elements) in `recv`.
+//
+// # Safety
+// `send` must be valid for reads of size × `count` elements, `recv` for writes of `count`.
+int weft_reduce_scatter_block(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
+
+// Non-blocking [`weft_reduce_scatter_block`].
+//
+// # Safety
+// As `weft_reduce_scatter_block`, with the buffers valid until the request completes; `req`
+// NULL or valid.
+int weft_ireduce_scatter_block(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
+
+// Inclusive prefix reduction: rank `r` receives the reduction of ranks 0..=r's `send`, in
+// rank order.
+//
+// # Safety
+// `send` must be valid for reads and `recv` for writes of `count` elements.
+int weft_scan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
+
+// Non-blocking [`weft_scan`].
+//
+// # Safety
+// As `weft_scan`, with the buffers valid until the request completes; `req` NULL or valid.
+int weft_iscan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
+
+// Exclusive prefix reduction: rank `r` > 0 receives the reduction of ranks 0..r's `send`;
+// rank 0's `recv` is left untouched (but must be valid).
+//
+// # Safety
+// `send` must be valid for reads and `recv` for writes of `count` elements.
+int weft_exscan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
+
+// Non-blocking [`weft_exscan`].
+//
+// # Safety
+// As `weft_exscan`, with the buffers valid until the request completes; `req` NULL or valid.
+int weft_iexscan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -13,6 +13,9 @@
 //!
 //! Requests that `weft_testall` found complete while others were still pending are kept in a
 //! per-instance table until they are waited for or tested again, so no completion is lost.
+//!
+//! Sections in submodules: fault tolerance (`ft.rs`) and collectives with their datatypes and
+//! reduction operations, including user-defined ones (`coll.rs`).
 
 // The item names are the C names (cbindgen copies them verbatim).
 #![allow(non_camel_case_types)]
@@ -26,7 +29,9 @@ use weft_engine::{CommId, Engine, ReqId, Status};
 
 use crate::{EngineError, Error, Weft};
 
+mod coll;
 mod ft;
+pub use coll::*;
 pub use ft::*;
 
 /// Communicator handle.
@@ -50,8 +55,9 @@ pub const WEFT_COMM_NULL: weft_comm = 0;
 pub const WEFT_REQUEST_NULL: weft_request = 0;
 
 /// Error codes. Each engine/facade error variant has exactly one code; `WEFT_ERR_ARG` also
-/// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED` and
-/// `WEFT_ERR_INTERNAL` (a caught panic) exist only in the C ABI.
+/// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED`,
+/// `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and `WEFT_ERR_DATATYPE` exist only in
+/// the C ABI. New codes are appended, so existing values never change.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum weft_error {
@@ -90,6 +96,11 @@ pub enum weft_error {
     WEFT_ERR_ALREADY_INITIALIZED,
     /// a bug in weft (a caught panic)
     WEFT_ERR_INTERNAL,
+    /// invalid reduction operation: unknown or freed handle, `WEFT_OP_NULL`, or an operation
+    /// that does not apply to the datatype (collectives)
+    WEFT_ERR_OP,
+    /// invalid datatype value (collectives)
+    WEFT_ERR_DATATYPE,
 }
 
 use weft_error::*;
@@ -171,10 +182,12 @@ impl From<EngineError> for Fail {
 
 type R<T> = Result<T, Fail>;
 
-/// The instance of this thread and the completions `weft_testall` took but has not reported.
+/// The instance of this thread, the completions `weft_testall` took but has not reported, and
+/// the user-defined reduction operations.
 struct State {
     weft: Weft,
     done: HashMap<u64, Result<Status, EngineError>>,
+    ops: coll::Ops,
 }
 
 thread_local! {
@@ -372,7 +385,7 @@ pub extern "C" fn weft_init() -> c_int {
             if s.is_some() {
                 return Err(Error::AlreadyInitialized.into());
             }
-            *s = Some(State { weft: crate::init()?, done: HashMap::new() });
+            *s = Some(State { weft: crate::init()?, done: HashMap::new(), ops: coll::Ops::default() });
             Ok(())
         })
     })
@@ -915,7 +928,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 18] = [
+const ALL_CODES: [weft_error; 20] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -934,6 +947,8 @@ const ALL_CODES: [weft_error; 18] = [
     WEFT_ERR_NOT_INITIALIZED,
     WEFT_ERR_ALREADY_INITIALIZED,
     WEFT_ERR_INTERNAL,
+    WEFT_ERR_OP,
+    WEFT_ERR_DATATYPE,
 ];
 
 fn error_str(code: weft_error) -> &'static CStr {
@@ -956,6 +971,8 @@ fn error_str(code: weft_error) -> &'static CStr {
         WEFT_ERR_NOT_INITIALIZED => c"weft is not initialised",
         WEFT_ERR_ALREADY_INITIALIZED => c"weft is already initialised",
         WEFT_ERR_INTERNAL => c"internal error",
+        WEFT_ERR_OP => c"invalid reduction operation",
+        WEFT_ERR_DATATYPE => c"invalid datatype",
     }
 }
 

@@ -1,6 +1,6 @@
 //! C ABI tests: the checked-in header is what cbindgen generates, and the C programs
 //! (`tests/c/*.c`, `examples/c/ring.c`) compile against `include/weft.h` and the `weft`
-//! cdylib and pass under `weft-run -n 4`.
+//! cdylib and pass under `weft-run -n 4` (the collectives also under `-n 3`).
 //!
 //! Regenerate the header: `WEFT_BLESS=1 cargo test -p weft --test capi header_is_fresh`.
 
@@ -26,6 +26,7 @@ fn generate_header() -> String {
         .with_config(cfg)
         .with_src(root().join("src/capi.rs"))
         .with_src(root().join("src/capi/ft.rs")) // FT section of the C ABI
+        .with_src(root().join("src/capi/coll.rs")) // collectives section
         .generate()
         .expect("cbindgen failed on src/capi.rs")
         .write(&mut out);
@@ -110,16 +111,22 @@ fn compile(src: &str) -> PathBuf {
 
 /// Run `exe` under `weft-run -n RANKS`; returns (stdout, stderr) after asserting exit 0.
 fn run_job(exe: &Path) -> (String, String) {
+    run_job_n(exe, RANKS)
+}
+
+/// Run `exe` under `weft-run -n ranks`; returns (stdout, stderr) after asserting exit 0.
+fn run_job_n(exe: &Path, ranks: usize) -> (String, String) {
     // One job at a time: 4 ranks each already outnumber the cores.
     static JOBS: Mutex<()> = Mutex::new(());
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
     let (_, weft_run) = artifacts();
     let name = exe.file_name().unwrap().to_str().unwrap();
-    let (out_path, err_path) = (out_dir().join(format!("{name}.out")), out_dir().join(format!("{name}.err")));
+    let (out_path, err_path) =
+        (out_dir().join(format!("{name}.n{ranks}.out")), out_dir().join(format!("{name}.n{ranks}.err")));
     let mut child = {
         use std::os::unix::process::CommandExt;
         Command::new(weft_run)
-            .args(["-n", &RANKS.to_string(), "--timeout", &JOB_TIMEOUT.to_string()])
+            .args(["-n", &ranks.to_string(), "--timeout", &JOB_TIMEOUT.to_string()])
             .arg(exe)
             .env("WEFT_PROGRESS", "yield")
             .stdin(Stdio::null())
@@ -158,7 +165,12 @@ fn run_job(exe: &Path) -> (String, String) {
 
 /// Every rank printed `{prefix} rank R ...` exactly once for R in 0..RANKS.
 fn assert_every_rank(out: &str, prefix: &str, suffix: &str) {
-    for r in 0..RANKS {
+    assert_every_rank_n(out, prefix, suffix, RANKS)
+}
+
+/// Every rank printed `{prefix} rank R ...` exactly once for R in 0..ranks.
+fn assert_every_rank_n(out: &str, prefix: &str, suffix: &str, ranks: usize) {
+    for r in 0..ranks {
         let head = format!("{prefix} rank {r} ");
         let n = out.lines().filter(|l| l.starts_with(&head) && l.contains(suffix)).count();
         assert_eq!(n, 1, "expected one `{head}...{suffix}` line, got {n}; stdout:\n{out}");
@@ -190,6 +202,27 @@ fn c_errors() {
     let (out, err) = run_job(&exe);
     assert_every_rank(&out, "errors:", "ok");
     assert!(!err.contains("errors: rank"), "stderr:\n{err}");
+}
+
+/// Every collective through the C ABI, results checked against values computed in C.
+fn c_coll_n(ranks: usize) {
+    // Both sizes run the same program: compile it once (the tests run in parallel).
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    let exe = EXE.get_or_init(|| compile("tests/c/coll.c"));
+    let (out, err) = run_job_n(exe, ranks);
+    assert_every_rank_n(&out, "coll:", &format!("of {ranks} ok"), ranks);
+    assert!(!err.contains("coll: rank"), "stderr:\n{err}");
+}
+
+#[test]
+fn c_coll() {
+    c_coll_n(RANKS);
+}
+
+/// A size that is not a power of two (recursive doubling, Rabenseifner and Bruck fold ranks).
+#[test]
+fn c_coll_3() {
+    c_coll_n(3);
 }
 
 #[test]
