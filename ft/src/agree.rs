@@ -385,26 +385,9 @@ impl Era {
     /// Member `me` of tree `tree`, knowing the failed ranks `failed`. It may receive messages
     /// before [`Era::start`] (a peer started first); it does not report up before it.
     pub fn new(tree: Tree, me: u32, failed: &[u32]) -> Era {
-        let failed: RankSet = failed.iter().copied().filter(|&r| r != me).collect();
-        let parent = tree.live_parent(me, &failed);
-        let children = tree.live_children(me, &failed);
-        Era {
-            tree,
-            me,
-            failed,
-            mine: false,
-            acc: Value::identity(),
-            version: 0,
-            sent_up: None,
-            reported: RankSet::new(),
-            decided: None,
-            dec_sent: RankSet::new(),
-            parent,
-            children,
-            mode: Mode::Tree,
-            flood: false,
-            abort_sent: RankSet::new(),
-        }
+        let mut era = Era::build(tree, me, failed, Mode::Tree);
+        era.refresh_view();
+        era
     }
 
     /// Run the failure-free fast path first (see the module documentation). Every member of
@@ -418,7 +401,12 @@ impl Era {
     /// neighbours until the member leaves the fast path (the failure-free agreement never
     /// needs them).
     pub fn new_fast(tree: Tree, me: u32, failed: &[u32]) -> Era {
-        let n = tree.size();
+        let fast = Fast::new(tree.size(), me);
+        Era::build(tree, me, failed, Mode::Fast(fast))
+    }
+
+    /// A member with no neighbours computed yet ([`Era::refresh_view`]).
+    fn build(tree: Tree, me: u32, failed: &[u32], mode: Mode) -> Era {
         Era {
             tree,
             me,
@@ -432,7 +420,7 @@ impl Era {
             dec_sent: RankSet::new(),
             parent: None,
             children: Vec::new(),
-            mode: Mode::Fast(Fast::new(n, me)),
+            mode,
             flood: false,
             abort_sent: RankSet::new(),
         }
