@@ -90,10 +90,28 @@ fn failure_free_era_is_two_log_n_rounds() {
     for lg in [4u32, 8, 12] {
         let mut c = Config::new(Proto::Era, 1 << lg, 7, Mode::None, 0);
         c.skew = 0;
+        // The tree alone (Config::new draws the fast path at random from the seed).
+        c.fast_path = false;
         let r = run(&c).unwrap_or_else(|v| panic!("{v}"));
         // Up the tree and back down: 2·(depth) rounds, n−1 messages each way.
         assert_eq!(r.rounds as u32, 2 * lg, "2^{lg}: {r}");
         assert!((r.msgs_mean - 2.0 * ((1u64 << lg) - 1) as f64 / (1u64 << lg) as f64).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn failure_free_fast_path_is_log_n_rounds() {
+    for lg in [4u32, 8, 12] {
+        let mut c = Config::new(Proto::Era, 1 << lg, 7, Mode::None, 0);
+        c.skew = 0;
+        c.fast_path = true;
+        let r = run(&c).unwrap_or_else(|v| panic!("{v}"));
+        // Recursive doubling: log₂ n exchanges, one message per member in each. (The causal
+        // depth counts a message when it arrives, so one that arrives a step early adds to a
+        // few members' depth: the mean is the measure.)
+        let lgf = lg as f64;
+        assert!(r.rounds_mean >= lgf && r.rounds_mean < lgf + 0.25, "2^{lg}: {r}");
+        assert!((r.msgs_mean - lg as f64).abs() < 1e-9, "{r}");
     }
 }
 
