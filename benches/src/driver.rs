@@ -245,10 +245,13 @@ fn run_weft(cli: &Cli) -> JobOutput {
                 2 => cmd.args(["--nodes", "2"]),
                 n => cmd.arg("--map").arg(format!("1,{}", n - 1)),
             };
-            // The provider fi_pingpong is compared with, on loopback. WEFT_BIND=none: every
-            // rank is local rank 0 of its node, so `core` would put both on core 0 (and the
-            // worker's pinning only sees that core); the worker pins rank r -> core r instead.
-            cmd.env("WEFT_FI_PROVIDER", fipp::PROVIDER).env("WEFT_FI_DOMAIN", "lo").env("WEFT_BIND", "none");
+            // The provider fi_pingpong runs on (the one weft would pick, or WEFT_FI_PROVIDER),
+            // on loopback. WEFT_BIND=none: every rank is local rank 0 of its node, so `core`
+            // would put both on core 0 (and the worker's pinning only sees that core); the
+            // worker pins rank r -> core r instead.
+            cmd.env("WEFT_FI_PROVIDER", fipp::provider())
+                .env("WEFT_FI_DOMAIN", "lo")
+                .env("WEFT_BIND", "none");
         }
         cmd.arg(exe).arg("--worker").args(cli.worker_args());
         if cli.no_pin {

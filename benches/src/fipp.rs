@@ -1,10 +1,10 @@
 //! Raw libfabric baseline for the network path (`--net --fi-pingpong`): `fi_pingpong`
-//! (libfabric-bin) on the provider weft uses between virtual nodes, `tcp;ofi_rxm` on `lo`.
+//! (libfabric-bin) on the provider weft uses between virtual nodes ([`provider`]), on `lo`.
 //!
 //! What `fi_pingpong` reports: `usec/xfer` = elapsed / iterations / 2 (`show_perf(…, 2)` in
 //! libfabric's `util/pingpong.c`: every iteration is two transfers, a send and the reply), so it
 //! is already the one-way latency, half the round trip, like weft's `latency`. No conversion.
-//! It has no warm-up: its first iteration includes the `ofi_rxm` connection setup.
+//! It has no warm-up: its first iteration includes the connection setup.
 //!
 //! The server and the client run in one shell under a hard timeout, in their own process group
 //! (killed on expiry). As root, that shell runs in a private network namespace
@@ -15,12 +15,31 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The provider weft uses between virtual nodes (`WEFT_FI_PROVIDER` in `--net` mode).
-pub const PROVIDER: &str = "tcp;ofi_rxm";
+/// What weft's automatic selection is assumed to pick when libfabric cannot be asked.
+const FALLBACK_PROVIDER: &str = "tcp;ofi_rxm";
+
+/// The provider of the network path (`--net`): `WEFT_FI_PROVIDER` when set (and not `auto`),
+/// else what weft's automatic selection picks on `lo` (`tcp;ofi_rxm` here). The weft job is
+/// given it explicitly and `fi_pingpong` runs on it, so the comparison stays on one provider.
+/// Resolved once.
+pub fn provider() -> &'static str {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        match std::env::var("WEFT_FI_PROVIDER") {
+            Ok(v) if !v.is_empty() && !v.eq_ignore_ascii_case("auto") => return v,
+            _ => {}
+        }
+        weft_fabric::info::select(None, Some("lo"))
+            .ok()
+            .and_then(|i| i.first().map(|e| e.provider()))
+            .unwrap_or_else(|| FALLBACK_PROVIDER.to_string())
+    })
+}
+
 /// Message size compared (bytes).
 pub const SIZE: u64 = 8;
 /// `fi_pingpong -I`.
@@ -55,12 +74,16 @@ printf '%s\n' "$out"
 wait "$srv"
 "#;
 
-/// The `fi_pingpong` arguments (server; the client adds `127.0.0.1`).
+/// The `fi_pingpong` arguments on [`provider`] (server; the client adds `127.0.0.1`).
 pub fn args() -> Vec<String> {
+    args_for(provider())
+}
+
+fn args_for(provider: &str) -> Vec<String> {
     let s = |x: &str| x.to_string();
     vec![
         s("-p"),
-        s(PROVIDER),
+        s(provider),
         s("-e"),
         s("rdm"),
         s("-d"),
@@ -74,7 +97,11 @@ pub fn args() -> Vec<String> {
 
 /// The command line as a user would type it (for the report).
 pub fn command_line() -> String {
-    args()
+    command_line_for(provider())
+}
+
+fn command_line_for(provider: &str) -> String {
+    args_for(provider)
         .iter()
         .map(|a| if a.contains(';') { format!("\"{a}\"") } else { a.clone() })
         .collect::<Vec<_>>()
@@ -240,6 +267,7 @@ mod tests {
 
     #[test]
     fn command_line_quotes_the_provider() {
-        assert_eq!(command_line(), "-p \"tcp;ofi_rxm\" -e rdm -d lo -S 8 -I 10000");
+        assert_eq!(command_line_for("tcp;ofi_rxm"), "-p \"tcp;ofi_rxm\" -e rdm -d lo -S 8 -I 10000");
+        assert_eq!(command_line_for("net"), "-p net -e rdm -d lo -S 8 -I 10000");
     }
 }

@@ -111,16 +111,16 @@ pub struct Cli {
     /// Hard timeout of each launched job, in seconds (the job's process group is killed).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
-    /// Network path: weft's ranks on 2 virtual nodes (`weft-run --nodes 2`, libfabric
-    /// `tcp;ofi_rxm` on `lo`); with --peers, Open MPI (ob1 + tcp BTL) and MPICH (shared memory
-    /// off, TCP) on `lo` too.
+    /// Network path: weft's ranks on 2 virtual nodes (`weft-run --nodes 2`) over libfabric on
+    /// `lo`, on the provider weft picks (`tcp;ofi_rxm`) or `WEFT_FI_PROVIDER` (e.g. `net`); with
+    /// --peers, Open MPI (ob1 + tcp BTL) and MPICH (shared memory off, TCP) on `lo` too.
     #[arg(long)]
     pub net: bool,
     /// Virtual nodes of the weft job: 1 (default, shared memory) or 2 (same as --net).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=2))]
     pub nodes: Option<u32>,
-    /// With --net: also run raw `fi_pingpong` (8 B, tcp;ofi_rxm on lo) and compare weft's 8 B
-    /// latency with it.
+    /// With --net: also run raw `fi_pingpong` (8 B, on lo, same provider as weft) and compare
+    /// weft's 8 B latency with it.
     #[arg(long)]
     pub fi_pingpong: bool,
     /// Internal: run as a worker inside a job and stream CSV rows from rank 0.

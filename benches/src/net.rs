@@ -45,7 +45,7 @@ pub fn fipp_table(rows: &[Row], fi: f64, runs: usize, how: &str) -> String {
          weft's latency; ratio = weft/fi_pingpong, lower is better, target <= {:.2} (weft within 15%)\n\
          {:>10} {:>13} {:>13} {:>17}\n{:>10} {:>13} {:>13} {:>17}{verdict}\n\
          # fi_pingpong: {how}; median of {runs} run(s), one per round; no warm-up (its first \
-         iteration includes the ofi_rxm connection setup)\n\n",
+         iteration includes the connection setup)\n\n",
         fipp::command_line(),
         fipp::TARGET_RATIO,
         "size",
@@ -67,7 +67,7 @@ pub fn net_table(table: &str, cli: &Cli, peers: &[&str]) -> String {
     let mut out = format!(
         "# network path (tcp, loopback): weft ranks 0 and 1 on different virtual nodes (weft-run \
          {placement}), libfabric {} on lo (WEFT_FI_DOMAIN=lo, WEFT_BIND=none)\n",
-        fipp::PROVIDER
+        fipp::provider()
     );
     for p in peers {
         if let Some(how) = Peer::ALL.iter().find(|q| q.name() == *p).map(|q| q.net_description()) {

@@ -1062,7 +1062,18 @@ mod tests {
     }
 
     fn lo() -> OfiConfig {
-        OfiConfig { domain: Some("lo".into()), provider: Some("tcp;ofi_rxm".into()), ..OfiConfig::default() }
+        lo_on("tcp;ofi_rxm")
+    }
+
+    fn lo_on(provider: &str) -> OfiConfig {
+        OfiConfig { domain: Some("lo".into()), provider: Some(provider.into()), ..OfiConfig::default() }
+    }
+
+    /// The socket providers installed here: `tcp;ofi_rxm` (chosen automatically) and `net`
+    /// (only when named).
+    fn socket_providers() -> Vec<&'static str> {
+        let names = info::provider_names().unwrap();
+        ["net", "tcp;ofi_rxm"].into_iter().filter(|p| names.iter().any(|n| n == p)).collect()
     }
 
     #[test]
@@ -1091,9 +1102,17 @@ mod tests {
 
     #[test]
     fn loopback_pair_in_one_process() {
+        for p in socket_providers() {
+            loopback_pair_on(p);
+        }
+    }
+
+    fn loopback_pair_on(provider: &str) {
         // Two endpoints in one process talking over lo: eager sizes, FIFO, expose/get.
-        let mut a = OfiTransport::open(0, 2, &lo()).unwrap();
-        let mut b = OfiTransport::open(1, 2, &lo()).unwrap();
+        let mut a = OfiTransport::open(0, 2, &lo_on(provider)).unwrap();
+        let mut b = OfiTransport::open(1, 2, &lo_on(provider)).unwrap();
+        assert_eq!(a.provider(), provider);
+        assert_eq!(a.eager_limit(), 64 << 10, "{provider} emulates RMA over sockets");
         let peers = vec![(0, a.address()), (1, b.address())];
         a.connect(&peers).unwrap();
         b.connect(&peers).unwrap();

@@ -1,4 +1,5 @@
-//! Multi-process tests of the libfabric transport over `tcp;ofi_rxm` on loopback (`lo`):
+//! Multi-process tests of the libfabric transport over `tcp;ofi_rxm` on loopback (`lo`), or the
+//! providers listed in `WEFT_FI_TEST_PROVIDER` (e.g. `net`, or `net,tcp;ofi_rxm`):
 //! eager traffic and per-peer FIFO, a 64 MiB zero-copy rendezvous read, SIGKILL of a peer
 //! with reads in flight, the engine end to end, and an 8-byte ping-pong (printed).
 //!
@@ -71,7 +72,7 @@ fn traffic(c: &ChildEnv) {
     let me = c.rank;
     let n = c.n;
     // 8 MiB read chunks: the 64 MiB get is split into 8 reads completing one token.
-    let cfg = OfiConfig { read_chunk: 8 << 20, rx_buffers: 64, tx_buffers: 32, ..lo_cfg() };
+    let cfg = OfiConfig { read_chunk: 8 << 20, rx_buffers: 64, tx_buffers: 32, ..lo_cfg(c) };
     let mut t = bootstrap(c, &cfg);
     if me == 0 {
         eprintln!(
@@ -348,14 +349,21 @@ fn traffic(c: &ChildEnv) {
 }
 
 fn run_traffic(n: u32) {
+    for p in test_providers() {
+        run_traffic_on(n, &p);
+    }
+}
+
+fn run_traffic_on(n: u32, provider: &str) {
     let dir = scratch_dir("traffic");
+    set_provider(&dir, provider);
     let mut ch = spawn("traffic", n, &dir, CHILD_ARGS);
     let t0 = Instant::now();
     for r in 0..n {
         while !dir.join(format!("armed.{r}")).exists() {
             if t0.elapsed() > WATCHDOG || ch.iter_mut().any(|c| c.try_wait().unwrap().is_some()) {
                 kill_all(&mut ch);
-                panic!("children did not reach the kill phase");
+                panic!("{provider}: children did not reach the kill phase");
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -385,12 +393,12 @@ fn four_processes() {
 
 /// The engine end to end over OfiTransport: eager and rendezvous sends both ways.
 fn engine_child(c: &ChildEnv) {
-    let t = bootstrap(c, &lo_cfg());
+    let t = bootstrap(c, &lo_cfg(c));
     let other = 1 - c.rank;
     let mut e = Engine::new(c.rank, 2, EngineConfig::default());
     e.add_transport(Box::new(t), &[other]);
     let w = e.world();
-    // tcp;ofi_rxm emulates RMA, so its eager limit is raised to 64 KiB.
+    // tcp;ofi_rxm and net emulate RMA, so their eager limit is raised to 64 KiB.
     for (i, &len) in [0usize, 8, 65536, 65537, 1 << 20, 9 << 20].iter().enumerate() {
         let data: Vec<u8> = (0..len).map(|k| (k * 3 + i) as u8).collect();
         let mut back = vec![0u8; len];
@@ -423,10 +431,13 @@ fn engine_over_ofi() {
     if child_env().is_some() {
         return;
     }
-    let dir = scratch_dir("engine");
-    let mut ch = spawn("engine", 2, &dir, CHILD_ARGS);
-    wait_all(&mut ch, WATCHDOG, &[]);
-    let _ = std::fs::remove_dir_all(&dir);
+    for p in test_providers() {
+        let dir = scratch_dir("engine");
+        set_provider(&dir, &p);
+        let mut ch = spawn("engine", 2, &dir, CHILD_ARGS);
+        wait_all(&mut ch, WATCHDOG, &[]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Ping-pong role: `iters` round trips of an 8-byte payload (after a warm-up); rank 0 writes
@@ -434,7 +445,7 @@ fn engine_over_ofi() {
 fn pingpong(c: &ChildEnv) {
     let iters: usize = String::from_utf8(get_file(&c.dir, "iters")).unwrap().trim().parse().unwrap();
     let pinned = pin(c.rank as usize);
-    let mut t = bootstrap(c, &lo_cfg());
+    let mut t = bootstrap(c, &lo_cfg(c));
     let other = 1 - c.rank;
     let payload = [7u8; 8];
     let mut sink = |_: u32, _: &Header, p: &[u8]| assert_eq!(p.len(), 8);
@@ -466,28 +477,31 @@ fn pingpong(c: &ChildEnv) {
     barrier_polling(c, &mut t, "pp-done", 2);
 }
 
-/// 8-byte ping-pong latency over tcp;ofi_rxm on lo (printed, not asserted). Meaningful in a
+/// 8-byte ping-pong latency over the test provider on lo (printed, not asserted). Meaningful in a
 /// release build: `cargo test -p weft-fabric --release --test multiproc pingpong -- --nocapture`.
 #[test]
 fn pingpong_latency() {
     if child_env().is_some() {
         return;
     }
-    let dir = scratch_dir("pp");
     let iters = std::env::var("WEFT_FI_PP_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000usize);
-    std::fs::write(dir.join("iters"), iters.to_string()).unwrap();
-    let mut ch = spawn("pingpong", 2, &dir, CHILD_ARGS);
-    wait_all(&mut ch, WATCHDOG, &[]);
-    let s = String::from_utf8(std::fs::read(dir.join("lat")).unwrap()).unwrap();
-    println!("weft-fabric OfiTransport ping-pong, tcp;ofi_rxm on lo, 8-byte payload: {s}");
-    let _ = std::fs::remove_dir_all(&dir);
+    for p in test_providers() {
+        let dir = scratch_dir("pp");
+        set_provider(&dir, &p);
+        std::fs::write(dir.join("iters"), iters.to_string()).unwrap();
+        let mut ch = spawn("pingpong", 2, &dir, CHILD_ARGS);
+        wait_all(&mut ch, WATCHDOG, &[]);
+        let s = String::from_utf8(std::fs::read(dir.join("lat")).unwrap()).unwrap();
+        println!("weft-fabric OfiTransport ping-pong, {p} on lo, 8-byte payload: {s}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Send-only detection: rank 1 is SIGKILLed; rank 0 keeps sending to it (8-byte messages by
 /// `fi_tinject`, 1 KiB ones from the send pool, which have completions) with no read in
 /// flight, and must see the death within DETECT_BOUND.
 fn sendonly_child(c: &ChildEnv) {
-    let mut t = bootstrap(c, &lo_cfg());
+    let mut t = bootstrap(c, &lo_cfg(c));
     // One exchange so the rxm connection is established both ways.
     let h = Header { class: class::EAGER, len: 0, ..Header::default() };
     let got = Cell::new(false);
@@ -556,18 +570,21 @@ fn sendonly_detection() {
     if child_env().is_some() {
         return;
     }
-    let dir = scratch_dir("sendonly");
-    let mut ch = spawn("sendonly", 2, &dir, CHILD_ARGS);
-    let t0 = Instant::now();
-    while !dir.join("armed.1").exists() || !dir.join("armed.0").exists() {
-        if t0.elapsed() > WATCHDOG || ch.iter_mut().any(|c| c.try_wait().unwrap().is_some()) {
-            kill_all(&mut ch);
-            panic!("children did not reach the kill phase");
+    for p in test_providers() {
+        let dir = scratch_dir("sendonly");
+        set_provider(&dir, &p);
+        let mut ch = spawn("sendonly", 2, &dir, CHILD_ARGS);
+        let t0 = Instant::now();
+        while !dir.join("armed.1").exists() || !dir.join("armed.0").exists() {
+            if t0.elapsed() > WATCHDOG || ch.iter_mut().any(|c| c.try_wait().unwrap().is_some()) {
+                kill_all(&mut ch);
+                panic!("{p}: children did not reach the kill phase");
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
-        std::thread::sleep(Duration::from_millis(1));
+        ch[1].kill().unwrap();
+        put_file(&dir, "killed", mono_ns().to_string().as_bytes());
+        wait_all(&mut ch, WATCHDOG, &[1]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    ch[1].kill().unwrap();
-    put_file(&dir, "killed", mono_ns().to_string().as_bytes());
-    wait_all(&mut ch, WATCHDOG, &[1]);
-    let _ = std::fs::remove_dir_all(&dir);
 }

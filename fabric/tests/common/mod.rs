@@ -4,8 +4,10 @@
 //! `WEFT_FI_TEST_N`, `WEFT_FI_TEST_DIR`) with a 30 s deadline, and adds what needs
 //! `OfiTransport`: the loopback configuration, bootstrap and a barrier that drives progress.
 //!
-//! Network rule: every transport here is opened on the loopback domain `lo` with
-//! `tcp;ofi_rxm` ([`lo_cfg`]); nothing binds to another interface.
+//! Network rule: every transport here is opened on the loopback domain `lo` ([`lo_cfg`]);
+//! nothing binds to another interface. The provider is the one automatic selection picks there
+//! (`tcp;ofi_rxm`), or each of those listed in `WEFT_FI_TEST_PROVIDER` (e.g. `net`, whose
+//! dead-peer detection misses some kills: see the crate README) — [`test_providers`].
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -22,9 +24,26 @@ pub const H: Harness = Harness::new("WEFT_FI_TEST").with_deadline(Duration::from
 // child_env, scratch_dir, spawn, get_file, barrier, send_blocking.
 weft_testkit::harness_fns!(H);
 
-/// The configuration every test uses: `tcp;ofi_rxm` on loopback.
-pub fn lo_cfg() -> OfiConfig {
-    OfiConfig { provider: Some("tcp;ofi_rxm".into()), domain: Some("lo".into()), ..OfiConfig::default() }
+/// The providers a test runs on: those listed in `WEFT_FI_TEST_PROVIDER` (comma-separated, e.g.
+/// `net,tcp;ofi_rxm`) if set, else the one automatic selection picks on `lo`.
+pub fn test_providers() -> Vec<String> {
+    if let Some(v) = std::env::var("WEFT_FI_TEST_PROVIDER").ok().filter(|v| !v.is_empty()) {
+        return v.split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+    }
+    let info = weft_fabric::info::select(None, Some("lo")).unwrap();
+    vec![info.first().expect("select returns one entry").provider()]
+}
+
+/// Tell the children started on `dir` which provider to open (read by [`lo_cfg`]).
+pub fn set_provider(dir: &std::path::Path, provider: &str) {
+    std::fs::write(dir.join("provider"), provider).unwrap();
+}
+
+/// The configuration every child uses: the provider its parent chose ([`set_provider`]) on
+/// loopback.
+pub fn lo_cfg(c: &ChildEnv) -> OfiConfig {
+    let p = String::from_utf8(H.get_file(&c.dir, "provider")).unwrap();
+    OfiConfig { provider: Some(p), domain: Some("lo".into()), ..OfiConfig::default() }
 }
 
 /// Open the transport on loopback, publish the address, read everyone's, connect.
