@@ -5,6 +5,45 @@
 //! create a [`UserBuf`] (the `unsafe fn`s `isend`/`irecv`) carry the obligation that the memory
 //! stays valid and unaliased until the request completes.
 
+/// Copy `n` bytes from `src` to `dst`; up to 32 bytes inline, without a call into `memcpy`
+/// (the common small message is a few bytes).
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`].
+#[inline(always)]
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
+    // of loads and stores overlap in the middle instead of reading past the end), which the
+    // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.
+    unsafe {
+        if n >= 16 {
+            if n > 32 {
+                std::ptr::copy_nonoverlapping(src, dst, n);
+                return;
+            }
+            let a = (src as *const u128).read_unaligned();
+            let b = (src.add(n - 16) as *const u128).read_unaligned();
+            (dst as *mut u128).write_unaligned(a);
+            (dst.add(n - 16) as *mut u128).write_unaligned(b);
+        } else if n >= 8 {
+            let a = (src as *const u64).read_unaligned();
+            let b = (src.add(n - 8) as *const u64).read_unaligned();
+            (dst as *mut u64).write_unaligned(a);
+            (dst.add(n - 8) as *mut u64).write_unaligned(b);
+        } else if n >= 4 {
+            let a = (src as *const u32).read_unaligned();
+            let b = (src.add(n - 4) as *const u32).read_unaligned();
+            (dst as *mut u32).write_unaligned(a);
+            (dst.add(n - 4) as *mut u32).write_unaligned(b);
+        } else if n > 0 {
+            let (a, b, c) = (*src, *src.add(n / 2), *src.add(n - 1));
+            *dst = a;
+            *dst.add(n / 2) = b;
+            *dst.add(n - 1) = c;
+        }
+    }
+}
+
 /// A caller-owned buffer referenced by a pending request.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UserBuf {
@@ -35,14 +74,13 @@ impl UserBuf {
     }
 
     /// Copy the first `min(len, src.len())` bytes of `src` into the buffer; return how many.
+    #[inline]
     pub(crate) fn fill(&self, src: &[u8]) -> usize {
         let n = src.len().min(self.len);
-        if n > 0 {
-            // SAFETY: `new`'s contract: ptr is valid for writes of len ≥ n bytes while the
-            // owning request is pending (it is: we are completing it), and `src` is engine or
-            // transport memory, which cannot overlap a user receive buffer.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr, n) };
-        }
+        // SAFETY: `new`'s contract: ptr is valid for writes of len ≥ n bytes while the
+        // owning request is pending (it is: we are completing it), and `src` is engine or
+        // transport memory, which cannot overlap a user receive buffer.
+        unsafe { copy_bytes(src.as_ptr(), self.ptr, n) };
         n
     }
 
@@ -54,5 +92,24 @@ impl UserBuf {
         // SAFETY: `new`'s contract: ptr is valid for reads of len bytes while the owning
         // request is pending; the returned borrow does not outlive the request's use of it.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_bytes;
+
+    #[test]
+    fn copy_bytes_every_small_length() {
+        let src: Vec<u8> = (1..=80u8).collect();
+        for n in 0..=70 {
+            for off in 0..3 {
+                let mut dst = [0u8; 80];
+                // SAFETY: both ranges are in bounds (off + n <= 73 < 80) and belong to different buffers.
+                unsafe { copy_bytes(src[off..].as_ptr(), dst[off..].as_mut_ptr(), n) };
+                assert_eq!(&dst[off..off + n], &src[off..off + n], "n {n} off {off}");
+                assert!(dst[..off].iter().chain(&dst[off + n..]).all(|&b| b == 0), "n {n} off {off}");
+            }
+        }
     }
 }

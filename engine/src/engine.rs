@@ -151,6 +151,12 @@ pub(crate) struct Core {
     bye_sent: Vec<bool>,
     confirmed: Vec<bool>,
     acks_to_send: Vec<u32>,
+    /// Set whenever work other than polling the transports may be waiting — a matched RTS,
+    /// an exposure to withdraw, queued sends, reads in flight, upper-layer messages,
+    /// goodbye acknowledgements, activities, a new failure for the slow activities — and
+    /// recomputed once that work has run: a progress call of failure-free point-to-point
+    /// traffic reads this one word after the poll.
+    pub(crate) aux: bool,
 }
 
 /// The progress engine of one process.
@@ -215,6 +221,7 @@ impl Engine {
                 bye_sent: vec![false; nprocs as usize],
                 confirmed: vec![false; nprocs as usize],
                 acks_to_send: Vec::new(),
+                aux: false,
             },
             cfg,
             ext: Default::default(),
@@ -454,7 +461,7 @@ impl Engine {
         if route == ROUTE_SELF {
             self.core.stats.sent_self += 1;
             self.core.on_message(w, &hdr, ubuf.as_slice());
-            return Ok(self.done_req(want_req, c, w, dst, tag, Ok(status)));
+            return Ok(self.done_req(want_req, c, w, dst, tag, status));
         }
         if route == ROUTE_NONE {
             return Err(Error::Transport(TransportError::Invalid(format!(
@@ -469,7 +476,7 @@ impl Engine {
                     .map_err(|e| self.core.tx_err(e, dst))?
             {
                 self.core.stats.sent_by_transport[t] += 1;
-                return Ok(self.done_req(want_req, c, w, dst, tag, Ok(status)));
+                return Ok(self.done_req(want_req, c, w, dst, tag, status));
             }
             let id = self.core.reqs.insert(Req {
                 comm: c,
@@ -503,6 +510,8 @@ impl Engine {
         Ok(Some(id))
     }
 
+    /// The request of a send that completed at once, if the caller wants one.
+    #[inline(always)]
     fn done_req(
         &mut self,
         want_req: bool,
@@ -510,19 +519,20 @@ impl Engine {
         w: u32,
         peer: u32,
         tag: i32,
-        res: Result<Status>,
+        st: Status,
     ) -> Option<ReqId> {
-        want_req.then(|| {
-            self.core.reqs.insert(Req {
-                comm: c,
-                peer_world: w,
-                peer: peer as i32,
-                tag,
-                buf: UserBuf::EMPTY,
-                is_send: true,
-                phase: Phase::Done(res),
-            })
-        })
+        if !want_req {
+            return None;
+        }
+        Some(self.core.reqs.insert(Req {
+            comm: c,
+            peer_world: w,
+            peer: peer as i32,
+            tag,
+            buf: UserBuf::EMPTY,
+            is_send: true,
+            phase: Phase::Done(Ok(st)),
+        }))
     }
 
     /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
@@ -636,6 +646,7 @@ impl Engine {
                 }
                 Arrived::Rts { sreq, key, len } => {
                     let id = self.core.reqs.insert(req);
+                    self.core.aux = true;
                     self.core.rndv_todo.push(RndvTodo {
                         req: id,
                         peer_world: u.src_world,
@@ -685,6 +696,7 @@ impl Engine {
                     if let Some(r) = self.core.reqs.get_mut(todo.req) {
                         r.phase = Phase::RecvGetting { status: todo.status };
                     }
+                    self.core.aux = true;
                     self.core.gets.push(GetInFlight {
                         token,
                         transport: t as usize,
@@ -716,6 +728,22 @@ impl Engine {
         for t in self.transports.iter_mut() {
             n += t.poll(64, &mut |peer, h, p| core.on_message(peer, h, p));
         }
+        if self.core.aux {
+            n += self.aux_work();
+        }
+        // The slow path runs by time, busy or idle: a rank that always has traffic must
+        // still poll for failures and keep its heartbeats going.
+        self.idle = self.idle.wrapping_add(1);
+        if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
+            self.slow_path();
+        }
+        n
+    }
+
+    /// The work of a progress call besides the poll (see [`Core::aux`]); recomputes the flag.
+    #[inline(never)]
+    fn aux_work(&mut self) -> usize {
+        let mut n = 0;
         if !self.core.rndv_todo.is_empty() {
             self.run_rndv();
         }
@@ -752,16 +780,19 @@ impl Engine {
         if self.ext.has_activities() {
             n += self.run_activities();
         }
-        // A new failure wakes the slow activities at once (one word read per call).
+        // A new failure wakes the slow activities at once.
         if self.ext.has_slow() && self.ext.slow_seen != self.core.failed.list.len() {
             self.run_slow_activities();
         }
-        // The slow path runs by time, busy or idle: a rank that always has traffic must
-        // still poll for failures and keep its heartbeats going.
-        self.idle = self.idle.wrapping_add(1);
-        if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
-            self.slow_path();
-        }
+        let c = &self.core;
+        self.core.aux = !c.rndv_todo.is_empty()
+            || !c.unexpose_todo.is_empty()
+            || c.n_pending > 0
+            || !c.gets.is_empty()
+            || !c.ctrl_inbox.is_empty()
+            || !c.acks_to_send.is_empty()
+            || self.ext.has_activities()
+            || (self.ext.has_slow() && self.ext.slow_seen != c.failed.list.len());
         n
     }
 
@@ -892,6 +923,7 @@ impl Engine {
             return;
         }
         self.core.failed.insert(w);
+        self.core.aux = true; // the slow activities learn of it on the next progress call
         self.complete_towards(w);
         // Communicators with group or universe error scope: every pending operation on them
         // reports the failure, not only those that involve `w`.
@@ -1195,6 +1227,7 @@ impl Core {
     fn enqueue(&mut self, w: u32, out: Outgoing) {
         self.pending[w as usize].push_back(out);
         self.n_pending += 1;
+        self.aux = true;
     }
 
     pub(crate) fn finish(&mut self, id: ReqId, res: Result<Status>) {
@@ -1243,6 +1276,7 @@ impl Core {
                 // Our own goodbye already tells it we have everything it sent.
                 if !self.bye_sent[peer as usize] {
                     self.acks_to_send.push(peer);
+                    self.aux = true;
                 }
             }
             class::BYE_ACK => self.confirmed[peer as usize] = true,
@@ -1252,7 +1286,8 @@ impl Core {
                 } else {
                     let mut b = self.ctrl_pool.pop().unwrap_or_default();
                     b.extend_from_slice(payload);
-                    self.ctrl_inbox.push((peer, *h, b))
+                    self.ctrl_inbox.push((peer, *h, b));
+                    self.aux = true;
                 }
             }
             _ => self.malformed(peer, "unknown message class"),
@@ -1291,15 +1326,18 @@ impl Core {
                     r.buf.fill(payload);
                     r.phase = Phase::Done(Core::recv_result(status, r.buf.len()));
                 }
-                Some((sreq, key)) => self.rndv_todo.push(RndvTodo {
-                    req: id,
-                    peer_world: peer,
-                    sreq,
-                    ctx: h.ctx,
-                    key,
-                    len: h.len as usize,
-                    status,
-                }),
+                Some((sreq, key)) => {
+                    self.aux = true;
+                    self.rndv_todo.push(RndvTodo {
+                        req: id,
+                        peer_world: peer,
+                        sreq,
+                        ctx: h.ctx,
+                        key,
+                        len: h.len as usize,
+                        status,
+                    });
+                }
             }
             return;
         }
@@ -1317,6 +1355,7 @@ impl Core {
             Some(r) if r.is_send && r.peer_world == peer && matches!(r.phase, Phase::SendAwaitFin { .. }) => {
                 if let Phase::SendAwaitFin { key } = r.phase {
                     self.unexpose_todo.push((peer, key));
+                    self.aux = true;
                 }
                 let st = user_status(r.peer as u32, r.tag, r.buf.len());
                 r.phase = Phase::Done(Ok(st));

@@ -79,6 +79,7 @@ impl Engine {
     /// Start advancing `a` on every progress call until it reports [`Step::Done`].
     pub fn spawn(&mut self, a: Box<dyn Activity>) {
         self.ext.activities.push(a);
+        self.core.aux = true;
     }
 
     /// Advance `a` on the slow path (every `slow_period`) and whenever a new failure is
@@ -86,6 +87,7 @@ impl Engine {
     /// failure notices of agreements), which need not cost anything per message.
     pub fn spawn_slow(&mut self, a: Box<dyn Activity>) {
         self.ext.slow.push(a);
+        self.core.aux = true;
     }
 
     pub(crate) fn run_slow_activities(&mut self) {
@@ -122,6 +124,7 @@ impl Engine {
         self.ext.parked = later;
         if !now.is_empty() {
             self.core.ctrl_inbox.splice(0..0, now);
+            self.core.aux = true;
         }
         Ok(())
     }
@@ -164,6 +167,7 @@ impl Engine {
         }
         if peer == self.core.me {
             self.core.ctrl_inbox.push((peer, hdr, payload.to_vec()));
+            self.core.aux = true;
             return Ok(());
         }
         let Some(&t) = self.core.route.get(peer as usize) else {

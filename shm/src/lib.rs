@@ -13,9 +13,10 @@
 //! other local peer's card.
 //!
 //! Hot paths: `try_send` = one dense-table lookup, one copy of header + payload into the ring,
-//! one Release store; `poll` = per ring one Acquire load when the cached index says empty,
-//! borrowed-slice delivery, one Release store of the consumer index per batch. No allocation,
-//! no syscall, no lock.
+//! the end marker after it, then its first word with a Release store; `poll` = per ring one
+//! Acquire load of the word at the consumer's position (the message's own first word: one
+//! cache line per small message), borrowed-slice delivery, one Release store of the consumer
+//! index per batch. No allocation, no syscall, no lock.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -632,12 +633,12 @@ mod tests {
         let h = Header::default();
         assert_eq!(a.try_send(1, &h, &[1; 16]), Ok(true));
         assert_eq!(a.try_send(1, &h, &[2; 16]), Ok(true));
-        // Second record starts at 48: claim 1 GiB with a valid check word.
+        // Second record starts at 64: claim 1 GiB with a valid check word.
         let bad: u32 = 1 << 30;
         let word = (bad as u64) | ((!bad as u64) << 32);
-        // SAFETY: offset 48 is inside ring 0's data area of b's own mapping, 8-aligned; the
+        // SAFETY: offset 64 is inside ring 0's data area of b's own mapping, 8-aligned; the
         // producer (a) is idle, so nothing writes it concurrently.
-        unsafe { (b.inbound.data(0).add(48) as *mut u64).write(word) };
+        unsafe { (b.inbound.data(0).add(64) as *mut u64).write(word) };
         let mut n = 0;
         assert_eq!(
             b.poll(16, &mut |_, _, p| {

@@ -11,42 +11,57 @@
 //! line prefetcher of x86 does not pair them). Both are byte counts that increase monotonically
 //! (u64: never wrap in practice) and are masked with `size - 1` to address the data area.
 //!
-//! Data area (`size` bytes, power of two, ≥ [`MIN_RING_BYTES`]) holds records, each 8-byte
-//! aligned:
+//! Data area (`size` bytes, power of two, ≥ [`MIN_RING_BYTES`]) holds records, each starting
+//! on a multiple of [`RECORD_ALIGN`] (64) bytes, one cache line when the data area is
+//! line-aligned (it is page-aligned in shared memory):
 //!
 //! ```text
 //! +0   u32 payload_len        (SKIP = u32::MAX: skip marker, the rest of the ring is unused)
 //! +4   u32 !payload_len       (integrity check of the length word)
 //! +8   Header (24 bytes)
 //! +32  payload (payload_len bytes)
-//!      pad to a multiple of 8
+//!      pad to a multiple of 64
 //! ```
 //!
-//! (The 4-byte check word doubles as the padding that 8-aligns header and payload.)
+//! So a record of up to 32 payload bytes sits in one cache line: the consumer, polling the
+//! prefix word, gets the whole message with the one line transfer that signals it.
+//!
+//! (The 4-byte check word doubles as the padding that 8-aligns header and payload.) The first
+//! 8 bytes are the record's *prefix word*. The word that follows the last published record is
+//! always 0, the *end marker* (0 is never a valid prefix: its check word does not match).
 //!
 //! A record that would cross the end of the data area is preceded by a skip marker at the
 //! current position; the record then starts at offset 0. Records are at most `size / 2` bytes
-//! so that an empty ring can always accept the largest record, wherever its indices stand.
+//! so that an empty ring can always accept the largest record (with its skip marker and end
+//! marker), wherever its indices stand.
 //!
-//! # Protocol (Lamport)
+//! # Protocol
 //!
-//! Producer: write the record bytes, then `head.store(new_head, Release)`. Before that it must
-//! know the bytes are free: it keeps a private copy of `tail` and reloads it (`Acquire`, pairs
-//! with the consumer's `Release` so the consumer's reads of old bytes happen before the
-//! producer's overwrite) only when the ring looks full.
+//! The consumer polls the prefix word at its tail position, not the producer's index: the
+//! message itself is the signal, so a small message costs the consumer one cache line
+//! transfer (the line holding the record) instead of two (the head index, then the record).
 //!
-//! Consumer: keeps a private copy of `head`; when it looks empty, reloads it (`Acquire`, pairs
-//! with the producer's `Release` so the record bytes are visible). After delivering a batch it
-//! publishes `tail.store(new_tail, Release)`.
+//! Producer: write the end marker (0) after the new record, the header and payload, then the
+//! prefix word with a Release store (for a record placed at offset 0 behind a skip marker:
+//! the whole record first, then the skip marker with a Release store). Before that it must know
+//! the bytes — record, skip marker and end marker — are free: it keeps a private copy of
+//! `tail` and reloads it (`Acquire`, pairs with the consumer's `Release` so the consumer's reads
+//! of old bytes happen before the producer's overwrite) only when the ring looks full. It also
+//! stores its index to `head` (Release); only a later producer that continues the ring reads it.
+//!
+//! Consumer: Acquire-loads the prefix word at its tail: 0 means empty (the end marker, ordered
+//! before the previous record's prefix, so no stale word of an earlier lap can be seen); a
+//! valid prefix means the record's bytes are visible. After delivering a batch it publishes
+//! `tail.store(new_tail, Release)`.
 //!
 //! No operation stronger than Acquire/Release, no read-modify-write, no lock, no syscall.
 //!
 //! # Robustness
 //!
-//! The consumer never trusts the bytes or the head index it reads from shared memory: a length
-//! word whose check does not match, a record that would extend past the data area or past the
-//! published head, or a head that moved backwards or more than `size` ahead, make
-//! [`Consumer::drain`] return [`Corrupt`] without reading out of bounds.
+//! The consumer never trusts the bytes it reads from shared memory: a prefix word whose check
+//! does not match, a record that would extend past the data area, or a skip marker at offset 0
+//! (which no producer writes: it would loop) make [`Consumer::drain`] return [`Corrupt`]
+//! without reading out of bounds.
 
 use weft_engine::transport::Header;
 
@@ -54,7 +69,7 @@ use weft_engine::transport::Header;
 use ::loom::sync::atomic::AtomicU64;
 #[cfg(not(loom))]
 use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crossbeam_utils::CachePadded;
 
@@ -67,10 +82,13 @@ const SKIP: u32 = u32::MAX;
 /// Smallest data area accepted (one page).
 pub const MIN_RING_BYTES: usize = 4096;
 
-/// Size of a record carrying `payload_len` bytes, padded to 8.
+/// Records start on multiples of this many bytes (a cache line).
+pub const RECORD_ALIGN: usize = 64;
+
+/// Size of a record carrying `payload_len` bytes, padded to [`RECORD_ALIGN`].
 #[inline(always)]
 pub const fn record_size(payload_len: usize) -> usize {
-    (RECORD_OVERHEAD + payload_len + 7) & !7
+    (RECORD_OVERHEAD + payload_len + RECORD_ALIGN - 1) & !(RECORD_ALIGN - 1)
 }
 
 /// Largest payload a ring of `size` data bytes carries (record ≤ size / 2).
@@ -111,11 +129,58 @@ impl Default for RingCtrl {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Corrupt;
 
+/// Copy `n` bytes from `src` to `dst`; up to 32 bytes inline, without a call into `memcpy`
+/// (the common small message is a few bytes).
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`].
+#[inline(always)]
+unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
+    // of loads and stores overlap in the middle instead of reading past the end), which the
+    // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.
+    unsafe {
+        if n >= 16 {
+            if n > 32 {
+                std::ptr::copy_nonoverlapping(src, dst, n);
+                return;
+            }
+            let a = (src as *const u128).read_unaligned();
+            let b = (src.add(n - 16) as *const u128).read_unaligned();
+            (dst as *mut u128).write_unaligned(a);
+            (dst.add(n - 16) as *mut u128).write_unaligned(b);
+        } else if n >= 8 {
+            let a = (src as *const u64).read_unaligned();
+            let b = (src.add(n - 8) as *const u64).read_unaligned();
+            (dst as *mut u64).write_unaligned(a);
+            (dst.add(n - 8) as *mut u64).write_unaligned(b);
+        } else if n >= 4 {
+            let a = (src as *const u32).read_unaligned();
+            let b = (src.add(n - 4) as *const u32).read_unaligned();
+            (dst as *mut u32).write_unaligned(a);
+            (dst.add(n - 4) as *mut u32).write_unaligned(b);
+        } else if n > 0 {
+            let (a, b, c) = (*src, *src.add(n / 2), *src.add(n - 1));
+            *dst = a;
+            *dst.add(n / 2) = b;
+            *dst.add(n - 1) = c;
+        }
+    }
+}
+
+/// Prefix word of a record of `len` payload bytes (or of a skip marker, `len` = [`SKIP`]).
+#[inline(always)]
+const fn prefix_word(len: u32) -> u64 {
+    (len as u64) | ((!len as u64) << 32)
+}
+
 /// Race-detector shadow for loom: one tracked cell per 8-byte word of the data area, so loom
-/// checks that every byte the consumer reads was published to it by the index protocol.
+/// checks that every byte the consumer reads was published to it by the ring protocol; and
+/// one loom atomic per word, standing in for the prefix words and end markers (which the
+/// real ring accesses atomically in place).
 #[cfg(loom)]
 #[derive(Clone)]
-pub struct Shadow(std::sync::Arc<Vec<::loom::cell::UnsafeCell<()>>>);
+pub struct Shadow(std::sync::Arc<(Vec<::loom::cell::UnsafeCell<()>>, Vec<AtomicU64>)>);
 
 #[cfg(loom)]
 impl Shadow {
@@ -123,17 +188,23 @@ impl Shadow {
     // The cells are shared between the two ring ends on purpose: loom checks the accesses.
     #[allow(clippy::arc_with_non_send_sync)]
     pub fn new(size: usize) -> Shadow {
-        Shadow(std::sync::Arc::new((0..size / 8).map(|_| ::loom::cell::UnsafeCell::new(())).collect()))
+        Shadow(std::sync::Arc::new((
+            (0..size / 8).map(|_| ::loom::cell::UnsafeCell::new(())).collect(),
+            (0..size / 8).map(|_| AtomicU64::new(0)).collect(),
+        )))
     }
     fn write(&self, pos: usize, len: usize) {
         for w in pos / 8..(pos + len).div_ceil(8) {
-            self.0[w].with_mut(|_| ());
+            self.0 .0[w].with_mut(|_| ());
         }
     }
     fn read(&self, pos: usize, len: usize) {
         for w in pos / 8..(pos + len).div_ceil(8) {
-            self.0[w].with(|_| ());
+            self.0 .0[w].with(|_| ());
         }
+    }
+    fn word(&self, pos: usize) -> &AtomicU64 {
+        &self.0 .1[pos / 8]
     }
 }
 
@@ -163,7 +234,8 @@ impl Producer {
     ///   writable) for the lifetime of the returned value, `data` 8-byte aligned;
     /// - `size` is a power of two ≥ [`MIN_RING_BYTES`];
     /// - at most one `Producer` exists for this ring at any time, and the ring was either
-    ///   fresh (both indices 0) or last used by a producer whose state this one continues;
+    ///   fresh (both indices 0, data zeroed) or last used by a producer whose state this one
+    ///   continues;
     /// - nothing but the ring protocol writes `ctrl.head` or the data bytes.
     pub unsafe fn new(ctrl: *const RingCtrl, data: *mut u8, size: usize) -> Producer {
         debug_assert!(size.is_power_of_two() && size >= MIN_RING_BYTES);
@@ -202,6 +274,28 @@ impl Producer {
         self.size as usize
     }
 
+    /// Store the prefix word or end marker at data offset `pos` (Release for a prefix word,
+    /// Relaxed for an end marker, which a later Release store publishes).
+    ///
+    /// # Safety
+    /// `pos` < size, 8-aligned; the word is free (or is the end marker the consumer may be
+    /// polling, for a prefix) and only this producer writes it.
+    #[cfg(not(loom))]
+    #[inline(always)]
+    unsafe fn store_word(&self, pos: usize, w: u64, release: bool) {
+        let ord = if release { Release } else { Relaxed };
+        // SAFETY: per the function contract the word lies in the data area, 8-aligned (data is
+        // 8-aligned); every access that may race with this one is atomic (the consumer's poll).
+        unsafe { AtomicU64::from_ptr(self.data.add(pos) as *mut u64).store(w, ord) };
+    }
+
+    /// Loom: the word lives in the shadow's atomics.
+    #[cfg(loom)]
+    unsafe fn store_word(&self, pos: usize, w: u64, release: bool) {
+        self.shadow.write(pos, PREFIX);
+        self.shadow.word(pos).store(w, if release { Release } else { Relaxed });
+    }
+
     /// Append one record. Returns `false` (nothing written) if the ring has no room now or if
     /// `payload` is larger than [`Producer::max_payload`] (the caller checks that first).
     #[inline]
@@ -214,57 +308,49 @@ impl Producer {
         let pos = self.head & self.mask;
         let to_end = self.size - pos;
         // Bytes consumed from the ring: a skip of `to_end` bytes first if the record would
-        // cross the end (`to_end` is a multiple of 8, so a skip marker always fits).
+        // cross the end (`to_end` is a multiple of 64, so a skip marker always fits).
         let need = if rec <= to_end { rec } else { to_end + rec };
-        // wrapping_sub: a faulty consumer's tail (ahead of head, or far behind) reads as
-        // "full", never as free space and never as an overflow panic.
-        if (self.head + need).wrapping_sub(self.cached_tail) > self.size {
+        // The record, then its end marker, must be free. wrapping_sub: a faulty consumer's
+        // tail (ahead of head, or far behind) reads as "full", never as free space and never
+        // as an overflow panic.
+        if (self.head + need + PREFIX as u64).wrapping_sub(self.cached_tail) > self.size {
             // SAFETY: ctrl valid per `new`'s contract. Acquire pairs with the consumer's
             // Release store of tail: its reads of the bytes we are about to overwrite
             // happened before.
             self.cached_tail = unsafe { (*self.ctrl).tail.load(Acquire) };
-            if (self.head + need).wrapping_sub(self.cached_tail) > self.size {
+            if (self.head + need + PREFIX as u64).wrapping_sub(self.cached_tail) > self.size {
                 return false;
             }
         }
-        let mut pos = pos as usize;
-        if rec > to_end {
-            // SAFETY: pos < size and pos is 8-aligned, so 8 bytes at data+pos are inside the
-            // data area; they are free (checked above) and only this producer writes them.
-            unsafe { write_prefix(self.data.add(pos), SKIP) };
-            #[cfg(loom)]
-            self.shadow.write(pos, PREFIX);
-            self.head += to_end;
-            pos = 0;
-        }
-        // SAFETY: record [pos, pos + rec) lies inside the data area (either rec <= to_end, or
-        // pos = 0 and rec <= size / 2); the bytes are free (checked against the consumer index
-        // above) and only this producer writes them. `payload` does not overlap ring memory
-        // that is being written (it is either private memory or an already consumed record).
+        let skip = rec > to_end;
+        let at = if skip { 0 } else { pos as usize };
+        let end = (at + rec as usize) & self.mask as usize;
+        // SAFETY: record [at, at + rec) lies inside the data area (either rec <= to_end, or
+        // at = 0 and rec <= size / 2), and the end marker word at `end` too (8-aligned, < size);
+        // both, and the skip marker word at `pos`, are free (checked against the consumer index
+        // above: they are the `need + 8` bytes from head; the consumer reads below head and
+        // only polls the word at head, atomically), and only this producer writes them. The
+        // prefix and marker words are stored atomically. The end marker is stored before the
+        // Release store that publishes the record, the record bytes before its prefix, and a
+        // record behind a skip marker before the marker. `payload` does not overlap ring
+        // memory that is being written (it is either private memory or a consumed record).
         unsafe {
-            let p = self.data.add(pos);
-            write_prefix(p, len as u32);
+            self.store_word(end, 0, false);
+            let p = self.data.add(at);
             std::ptr::copy_nonoverlapping(hdr.as_bytes().as_ptr(), p.add(PREFIX), Header::SIZE);
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
+            copy_bytes(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
+            #[cfg(loom)]
+            self.shadow.write(at + PREFIX, rec as usize - PREFIX);
+            self.store_word(at, prefix_word(len as u32), true);
+            if skip {
+                self.store_word(pos as usize, prefix_word(SKIP), true);
+            }
         }
-        #[cfg(loom)]
-        self.shadow.write(pos, rec as usize);
-        self.head += rec;
-        // SAFETY: ctrl valid per contract. Release publishes the record bytes written above.
+        self.head += need;
+        // SAFETY: ctrl valid per contract. Only a producer that continues this ring reads it.
         unsafe { (*self.ctrl).head.store(self.head, Release) };
         true
     }
-}
-
-/// Write the 8-byte record prefix (length word and its complement) at `p`.
-///
-/// # Safety
-/// `p` is 8-byte aligned and valid for an 8-byte write.
-#[inline(always)]
-unsafe fn write_prefix(p: *mut u8, len: u32) {
-    let word = (len as u64) | ((!len as u64) << 32);
-    // SAFETY: per the function contract.
-    unsafe { (p as *mut u64).write(word) };
 }
 
 /// Consumer end of a ring (process-private state).
@@ -277,8 +363,6 @@ pub struct Consumer {
     tail: u64,
     /// Tail value last stored to shared memory.
     published: u64,
-    /// Last head index read from shared memory (already validated).
-    cached_head: u64,
     #[cfg(loom)]
     shadow: Shadow,
 }
@@ -296,8 +380,8 @@ impl Consumer {
     /// - at most one `Consumer` exists for this ring at any time;
     /// - nothing but the ring protocol writes `ctrl.tail`.
     ///
-    /// The producer may be faulty: garbage in `head` or in the data area makes `drain` return
-    /// [`Corrupt`], never read outside `data[..size]`.
+    /// The producer may be faulty: garbage in the data area makes `drain` return [`Corrupt`],
+    /// never read outside `data[..size]`.
     pub unsafe fn new(ctrl: *const RingCtrl, data: *const u8, size: usize) -> Consumer {
         debug_assert!(size.is_power_of_two() && size >= MIN_RING_BYTES);
         debug_assert_eq!(data as usize % 8, 0);
@@ -310,7 +394,6 @@ impl Consumer {
             mask: size as u64 - 1,
             tail,
             published: tail,
-            cached_head: tail,
             #[cfg(loom)]
             shadow: Shadow::new(size),
         }
@@ -322,28 +405,35 @@ impl Consumer {
         self.shadow = s;
     }
 
-    /// Reload the head index; validate it. Returns whether data is available.
-    #[inline]
-    fn refresh(&mut self) -> Result<bool, Corrupt> {
-        // SAFETY: ctrl valid per `new`'s contract. Acquire pairs with the producer's Release
-        // store: every record byte below the loaded head is visible after this load.
-        let h = unsafe { (*self.ctrl).head.load(Acquire) };
-        // wrapping_sub: a head behind the tail shows up as a huge distance.
-        if h.wrapping_sub(self.tail) > self.size {
-            return Err(Corrupt);
-        }
-        self.cached_head = h;
-        Ok(h != self.tail)
+    /// Acquire-load the word at data offset `pos` (the tail position): 0 (end marker: empty),
+    /// a prefix word, or garbage.
+    #[cfg(not(loom))]
+    #[inline(always)]
+    fn poll_word(&self, pos: usize) -> u64 {
+        // SAFETY: `pos` = tail & mask is < size and 8-aligned (tail only advances by multiples
+        // of 64, data is 8-aligned), so the word is inside the data area; the producer writes
+        // it only atomically while we may read it. Acquire pairs with the producer's Release
+        // store of a prefix: the record bytes it published are visible after this load.
+        unsafe { AtomicU64::from_ptr(self.data.add(pos) as *mut u64).load(Acquire) }
     }
 
-    /// Whether a record (or skip marker) is ready; one Acquire load when the cached head says
-    /// empty.
+    /// Loom: the word lives in the shadow's atomics.
+    #[cfg(loom)]
+    fn poll_word(&self, pos: usize) -> u64 {
+        self.shadow.word(pos).load(Acquire)
+    }
+
+    /// Whether a record (or skip marker) is ready: one Acquire load of the word at the tail.
     #[inline]
     pub fn has_data(&mut self) -> Result<bool, Corrupt> {
-        if self.tail != self.cached_head {
-            return Ok(true);
+        let word = self.poll_word((self.tail & self.mask) as usize);
+        if word == 0 {
+            return Ok(false);
         }
-        self.refresh()
+        if (word >> 32) as u32 != !(word as u32) {
+            return Err(Corrupt);
+        }
+        Ok(true)
     }
 
     /// Deliver up to `max` records, oldest first, to `sink(header, payload)` (`payload`
@@ -370,26 +460,21 @@ impl Consumer {
         sink: &mut F,
     ) -> Result<(), Corrupt> {
         while *n < max {
-            if self.tail == self.cached_head && !self.refresh()? {
+            let pos = (self.tail & self.mask) as usize;
+            let to_end = self.size - pos as u64;
+            let word = self.poll_word(pos);
+            if word == 0 {
                 return Ok(());
             }
-            // Invariant here: tail < cached_head <= tail + size.
-            let pos = (self.tail & self.mask) as usize;
-            let avail = self.cached_head - self.tail;
-            let to_end = self.size - pos as u64;
-            // SAFETY: pos < size and pos is 8-aligned (tail only advances by multiples of 8,
-            // and data is 8-aligned), so the 8-byte word is inside the data area. It is below
-            // the Acquire-loaded head, so the producer's write of it is visible and the
-            // producer will not rewrite it before we publish a tail past it.
-            let word = unsafe { (self.data.add(pos) as *const u64).read() };
-            #[cfg(loom)]
-            self.shadow.read(pos, PREFIX);
             let len = word as u32;
             if (word >> 32) as u32 != !len {
                 return Err(Corrupt);
             }
+            #[cfg(loom)]
+            self.shadow.read(pos, PREFIX);
             if len == SKIP {
-                if to_end > avail {
+                // A record always fits at offset 0: no producer skips from there.
+                if pos == 0 {
                     return Err(Corrupt);
                 }
                 self.tail += to_end;
@@ -397,20 +482,21 @@ impl Consumer {
             }
             let len = len as usize;
             let rec = record_size(len) as u64;
-            if rec > to_end || rec > avail {
+            if rec > to_end {
                 return Err(Corrupt);
             }
-            // SAFETY: [pos, pos + rec) is inside the data area (rec <= to_end) and below the
-            // published head (rec <= avail): written and published by the producer, and not
-            // rewritten until our tail moves past it, which happens after the sink returns.
-            // Header is plain integers: any bytes are a valid value; pos + 8 is 8-aligned.
+            // SAFETY: [pos, pos + rec) is inside the data area (rec <= to_end). Its prefix was
+            // Acquire-loaded above, so the producer's writes of the record are visible, and it
+            // does not rewrite them until our tail moves past them, which happens after the
+            // sink returns. Header is plain integers: any bytes are a valid value; pos + 8 is
+            // 8-aligned.
             let (hdr, payload) = unsafe {
                 let p = self.data.add(pos);
                 let hdr = (p.add(PREFIX) as *const Header).read();
                 (hdr, std::slice::from_raw_parts(p.add(RECORD_OVERHEAD), len))
             };
             #[cfg(loom)]
-            self.shadow.read(pos, rec as usize);
+            self.shadow.read(pos + PREFIX, rec as usize - PREFIX);
             sink(&hdr, payload);
             self.tail += rec;
             *n += 1;
@@ -476,11 +562,6 @@ impl HeapRing {
             unsafe { std::slice::from_raw_parts_mut(self.data.as_mut_ptr() as *mut u8, self.data.len() * 8) };
         all[byte_off..byte_off + bytes.len()].copy_from_slice(bytes);
     }
-
-    /// Overwrite the head index (tests of corruption handling).
-    pub fn poke_head(&self, v: u64) {
-        self.ctrl.head.store(v, Release);
-    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -521,7 +602,8 @@ mod tests {
         while p.try_push(&hdr(sent, 0), &[]) {
             sent += 1;
         }
-        assert_eq!(sent as usize, 4096 / RECORD_OVERHEAD);
+        // The last 8 bytes stay free for the end marker.
+        assert_eq!(sent as usize, 4096 / record_size(0) - 1);
         let v = pop_all(&mut c);
         assert_eq!(v.len(), sent as usize);
         for (i, (h, pl)) in v.iter().enumerate() {
@@ -536,10 +618,11 @@ mod tests {
         // SAFETY: r is declared first, so it outlives both ends; split is called once.
         let (mut p, mut c) = unsafe { r.split() };
         let pl = [0xabu8; 96]; // record 128 bytes
-        for i in 0..32 {
+                               // 31 records and the end marker: 3976 bytes; a 32nd would leave no room for the marker.
+        for i in 0..31 {
             assert!(p.try_push(&hdr(i, 96), &pl), "push {i}");
         }
-        assert!(!p.try_push(&hdr(99, 0), &[]), "full ring must refuse");
+        assert!(!p.try_push(&hdr(99, 96), &pl), "full ring must refuse");
         // Consume one record: room for exactly one more 128-byte record.
         let mut got = 0;
         c.drain(1, |h, _| {
@@ -549,11 +632,12 @@ mod tests {
         .1
         .unwrap();
         assert_eq!(got, 1);
-        assert!(p.try_push(&hdr(32, 96), &pl));
-        assert!(!p.try_push(&hdr(99, 0), &[]));
+        assert!(p.try_push(&hdr(31, 96), &pl));
+        assert!(!p.try_push(&hdr(99, 96), &pl));
         let v = pop_all(&mut c);
-        assert_eq!(v.len(), 32);
-        assert_eq!(v.last().unwrap().0.tag, 32);
+        assert_eq!(v.len(), 31);
+        assert_eq!(v.last().unwrap().0.tag, 31);
+        assert!(!c.has_data().unwrap());
     }
 
     #[test]
@@ -567,13 +651,13 @@ mod tests {
         assert!(!p.try_push(&hdr(0, m + 1), &vec![0; m + 1]));
         for round in 0..10 {
             assert!(p.try_push(&hdr(round, m), &big));
-            assert!(p.try_push(&hdr(round, m), &big));
-            assert!(!p.try_push(&hdr(round, 0), &[]));
+            // A second one would leave no room for the end marker.
+            assert!(!p.try_push(&hdr(round, m), &big));
             let v = pop_all(&mut c);
-            assert_eq!(v.len(), 2);
+            assert_eq!(v.len(), 1);
             assert!(v.iter().all(|(_, pl)| pl == &big));
         }
-        // Offset the indices by 8 bytes: a max-size record then always needs a skip.
+        // Offset the indices by 64 bytes: every other max-size record then needs a skip.
         assert!(p.try_push(&hdr(0, 0), &[]));
         pop_all(&mut c);
         for round in 0..10 {
@@ -589,23 +673,25 @@ mod tests {
         let mut r = HeapRing::new(4096);
         // SAFETY: r is declared first, so it outlives both ends; split is called once.
         let (mut p, mut c) = unsafe { r.split() };
-        // Fill to 4096 - 40: 4056 = 100 bytes short... use 1000-byte records: 1032 each.
+        // 1000-byte payloads: 1088-byte records.
         let pl = vec![5u8; 1000];
+        let rec = record_size(1000);
+        assert_eq!(rec, 1088);
         for i in 0..3 {
             assert!(p.try_push(&hdr(i, 1000), &pl));
         }
-        // 3096 used, 1000 to the end: the next 1032-byte record needs a skip marker plus
-        // 1032 bytes at the start, which are not free yet.
+        // 3264 used, 832 to the end: the next record needs a skip marker plus 1088 bytes at
+        // the start, which are not free yet.
         assert!(!p.try_push(&hdr(3, 1000), &pl));
         let v = pop_all(&mut c);
         assert_eq!(v.len(), 3);
         assert!(p.try_push(&hdr(3, 1000), &pl));
-        // The record went to offset 0 after a skip marker at 3096.
-        assert_eq!(p.head, 4096 + 1032);
+        // The record went to offset 0 after a skip marker at 3264.
+        assert_eq!(p.head as usize, 4096 + rec);
         let v = pop_all(&mut c);
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].0.tag, 3);
-        assert_eq!(c.tail, 4096 + 1032);
+        assert_eq!(c.tail as usize, 4096 + rec);
     }
 
     #[test]
@@ -615,19 +701,19 @@ mod tests {
         let (mut p, mut c) = unsafe { r.split() };
         assert!(p.try_push(&hdr(1, 8), &[1; 8]));
         assert!(p.try_push(&hdr(2, 8), &[2; 8]));
-        // Second record at offset 40: claim a huge length with a matching check word.
+        // Second record at offset 64: claim a huge length with a matching check word.
         let bad = 100_000u32;
         let mut w = [0u8; 8];
         w[..4].copy_from_slice(&bad.to_ne_bytes());
         w[4..].copy_from_slice(&(!bad).to_ne_bytes());
-        r.poke(40, &w);
+        r.poke(64, &w);
         let mut got = Vec::new();
         assert_eq!(c.drain(10, |h, _| got.push(h.tag)), (1, Err(Corrupt)));
         assert_eq!(got, vec![1]);
     }
 
     #[test]
-    fn corrupt_check_word_and_head() {
+    fn corrupt_check_word_and_markers() {
         let mut r = HeapRing::new(4096);
         // SAFETY: r is declared first, so it outlives both ends; split is called once.
         let (mut p, mut c) = unsafe { r.split() };
@@ -635,19 +721,37 @@ mod tests {
         r.poke(4, &[0, 0, 0, 0]);
         assert_eq!(c.drain(10, |_, _| {}).1, Err(Corrupt));
 
+        // Garbage where the end marker should be.
         let mut r = HeapRing::new(4096);
         // SAFETY: r is declared first, so it outlives both ends; split is called once.
         let (_p, mut c) = unsafe { r.split() };
-        r.poke_head(5000);
+        r.poke(0, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(c.has_data(), Err(Corrupt));
         assert_eq!(c.drain(10, |_, _| {}).1, Err(Corrupt));
 
-        // A record that claims more than the head published.
+        // A skip marker at offset 0 (it would send the consumer round in circles).
+        let mut r = HeapRing::new(4096);
+        // SAFETY: r is declared first, so it outlives both ends; split is called once.
+        let (_p, mut c) = unsafe { r.split() };
+        r.poke(0, &prefix_word(SKIP).to_ne_bytes());
+        assert_eq!(c.drain(10, |_, _| {}).1, Err(Corrupt));
+    }
+
+    #[test]
+    fn no_stale_record_after_wrap() {
         let mut r = HeapRing::new(4096);
         // SAFETY: r is declared first, so it outlives both ends; split is called once.
         let (mut p, mut c) = unsafe { r.split() };
-        assert!(p.try_push(&hdr(1, 100), &[1; 100]));
-        r.poke_head(16);
-        assert_eq!(c.drain(10, |_, _| {}).1, Err(Corrupt));
+        // Many laps of odd-sized records: after each drain the ring must read empty, although
+        // the bytes at the tail still hold records of an earlier lap.
+        for i in 0..2000 {
+            let len = (i * 37) % 300;
+            assert!(p.try_push(&hdr(i as i32, len), &vec![i as u8; len]));
+            let v = pop_all(&mut c);
+            assert_eq!(v.len(), 1);
+            assert_eq!(v[0].0.tag, i as i32);
+            assert!(!c.has_data().unwrap());
+        }
     }
 
     #[test]
