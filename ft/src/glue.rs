@@ -430,16 +430,16 @@ impl Glue {
     }
 
     fn inst(&mut self, e: &Engine, ctx: u32, seq: u32) -> &mut Inst {
-        if !self.insts.contains_key(&(ctx, seq)) {
-            let failed = self.failed_ranks(e, ctx);
-            let info = &self.comms[&ctx];
-            let era = match self.opts.agree {
+        let (comms, agree) = (&self.comms, self.opts.agree);
+        self.insts.entry((ctx, seq)).or_insert_with(|| {
+            let info = &comms[&ctx];
+            let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
+            let era = match agree {
                 AgreePath::Fast => Era::new_fast(info.tree.clone(), info.rank, &failed),
                 AgreePath::Tree => Era::new(info.tree.clone(), info.rank, &failed),
             };
-            self.insts.insert((ctx, seq), Inst { era, local: None });
-        }
-        self.insts.get_mut(&(ctx, seq)).expect("inserted")
+            Inst { era, local: None }
+        })
     }
 
     fn start(&mut self, e: &mut Engine, ctx: u32, local: Local, v: Value) {
@@ -467,12 +467,11 @@ impl Glue {
 
     fn decided(&mut self, e: &mut Engine, ctx: u32, seq: u32, v: Value) {
         self.stats.decided += 1;
-        if self.insts.get(&(ctx, seq)).is_some_and(|i| i.era.on_fast_path()) {
+        let Some(inst) = self.insts.get_mut(&(ctx, seq)) else { return };
+        if inst.era.on_fast_path() {
             self.stats.decided_fast += 1;
         }
-        let Some(local) = self.insts.get_mut(&(ctx, seq)).and_then(|i| i.local.take()) else {
-            return;
-        };
+        let Some(local) = inst.local.take() else { return };
         let info = &self.comms[&ctx];
         let me = info.rank;
         match local {

@@ -36,8 +36,10 @@ pub(super) struct Fast {
     slot: u32,
     /// Whether the message of the current slot was sent.
     sent: bool,
-    /// Messages that arrived before their slot was awaited.
-    early: Vec<(u32, Value)>,
+    /// Messages that arrived before their slot was awaited: the first inline (the common
+    /// case, a partner that started first, costs no allocation), more in `early_more`.
+    early: Option<(u32, Value)>,
+    early_more: Vec<(u32, Value)>,
 }
 
 impl Fast {
@@ -45,7 +47,7 @@ impl Fast {
         let p: u32 = if n == 0 { 1 } else { 1 << (31 - n.leading_zeros()) };
         let rounds = p.trailing_zeros();
         let slot = if me >= p { rounds + 1 } else { 0 };
-        Fast { n, me, p, rounds, slot, sent: false, early: Vec::new() }
+        Fast { n, me, p, rounds, slot, sent: false, early: None, early_more: Vec::new() }
     }
 
     fn is_extra(&self) -> bool {
@@ -87,7 +89,12 @@ impl Fast {
         out: &mut Vec<Action>,
     ) -> bool {
         let Some((s, slot)) = self.sender_of(step) else { return false };
-        if s != from || slot < self.slot || self.early.iter().any(|e| e.0 == slot) {
+        let held = |e: &(u32, Value)| e.0 == slot;
+        if s != from
+            || slot < self.slot
+            || self.early.as_ref().is_some_and(held)
+            || self.early_more.iter().any(held)
+        {
             return false;
         }
         if started && slot == self.slot {
@@ -95,15 +102,20 @@ impl Fast {
             acc.merge(&v);
             self.slot += 1;
             self.sent = false;
+        } else if self.early.is_none() {
+            self.early = Some((slot, v));
         } else {
-            self.early.push((slot, v));
+            self.early_more.push((slot, v));
         }
         started && self.advance(acc, out)
     }
 
     fn take_early(&mut self, slot: u32) -> Option<Value> {
-        let i = self.early.iter().position(|e| e.0 == slot)?;
-        Some(self.early.swap_remove(i).1)
+        if self.early.as_ref().is_some_and(|e| e.0 == slot) {
+            return self.early.take().map(|e| e.1);
+        }
+        let i = self.early_more.iter().position(|e| e.0 == slot)?;
+        Some(self.early_more.swap_remove(i).1)
     }
 
     /// Run the schedule as far as the arrived messages allow, merging into `acc` and pushing
@@ -152,6 +164,6 @@ impl Fast {
 
     /// Approximate heap bytes held.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.early.capacity() * std::mem::size_of::<(u32, Value)>()
+        self.early_more.capacity() * std::mem::size_of::<(u32, Value)>()
     }
 }
