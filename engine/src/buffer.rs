@@ -11,7 +11,7 @@
 /// # Safety
 /// As [`std::ptr::copy_nonoverlapping`].
 #[inline(always)]
-unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
     // of loads and stores overlap in the middle instead of reading past the end), which the
     // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.

@@ -536,41 +536,38 @@ impl Engine {
     }
 
     /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
+    /// Send now if nothing is queued ahead for `w`. True if the message is gone: sent, or
+    /// the peer is dead (the failure sweep completes what waited on it).
+    #[inline]
+    fn try_send_now(&mut self, t: usize, w: u32, hdr: &Header, bytes: &[u8]) -> bool {
+        if !self.core.pending[w as usize].is_empty() {
+            return false;
+        }
+        match self.transports[t].try_send(w, hdr, bytes) {
+            Ok(true) => {
+                self.core.stats.sent_by_transport[t] += 1;
+                true
+            }
+            Ok(false) => false,
+            Err(_) => {
+                self.notify_failed(w);
+                true
+            }
+        }
+    }
+
     /// As [`Engine::send_or_queue`] for a borrowed payload: sent straight from `payload`
     /// when nothing is queued ahead, copied only to be queued.
     pub(crate) fn send_bytes_or_queue(&mut self, t: usize, w: u32, hdr: Header, payload: &[u8]) {
-        if self.core.pending[w as usize].is_empty() {
-            match self.transports[t].try_send(w, &hdr, payload) {
-                Ok(true) => {
-                    self.core.stats.sent_by_transport[t] += 1;
-                    return;
-                }
-                Ok(false) => {}
-                Err(_) => {
-                    self.notify_failed(w);
-                    return;
-                }
-            }
+        if !self.try_send_now(t, w, &hdr, payload) {
+            self.core.enqueue(w, Outgoing { hdr, body: Body::Owned(payload.to_vec()), complete: None });
         }
-        self.core.enqueue(w, Outgoing { hdr, body: Body::Owned(payload.to_vec()), complete: None });
     }
 
     pub(crate) fn send_or_queue(&mut self, t: usize, w: u32, out: Outgoing) {
-        if self.core.pending[w as usize].is_empty() {
-            match self.transports[t].try_send(w, &out.hdr, out.body.bytes()) {
-                Ok(true) => {
-                    self.core.stats.sent_by_transport[t] += 1;
-                    return;
-                }
-                Ok(false) => {}
-                Err(_) => {
-                    // The peer is gone: the failure sweep completes what waited on it.
-                    self.notify_failed(w);
-                    return;
-                }
-            }
+        if !self.try_send_now(t, w, &out.hdr, out.body.bytes()) {
+            self.core.enqueue(w, out);
         }
-        self.core.enqueue(w, out);
     }
 
     // -------------------------------------------------------------------------- receive

@@ -27,6 +27,7 @@ mod matching;
 mod request;
 pub mod transport;
 
+pub use buffer::copy_bytes;
 pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};

@@ -129,45 +129,6 @@ impl Default for RingCtrl {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Corrupt;
 
-/// Copy `n` bytes from `src` to `dst`; up to 32 bytes inline, without a call into `memcpy`
-/// (the common small message is a few bytes).
-///
-/// # Safety
-/// As [`std::ptr::copy_nonoverlapping`].
-#[inline(always)]
-unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
-    // of loads and stores overlap in the middle instead of reading past the end), which the
-    // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.
-    unsafe {
-        if n >= 16 {
-            if n > 32 {
-                std::ptr::copy_nonoverlapping(src, dst, n);
-                return;
-            }
-            let a = (src as *const u128).read_unaligned();
-            let b = (src.add(n - 16) as *const u128).read_unaligned();
-            (dst as *mut u128).write_unaligned(a);
-            (dst.add(n - 16) as *mut u128).write_unaligned(b);
-        } else if n >= 8 {
-            let a = (src as *const u64).read_unaligned();
-            let b = (src.add(n - 8) as *const u64).read_unaligned();
-            (dst as *mut u64).write_unaligned(a);
-            (dst.add(n - 8) as *mut u64).write_unaligned(b);
-        } else if n >= 4 {
-            let a = (src as *const u32).read_unaligned();
-            let b = (src.add(n - 4) as *const u32).read_unaligned();
-            (dst as *mut u32).write_unaligned(a);
-            (dst.add(n - 4) as *mut u32).write_unaligned(b);
-        } else if n > 0 {
-            let (a, b, c) = (*src, *src.add(n / 2), *src.add(n - 1));
-            *dst = a;
-            *dst.add(n / 2) = b;
-            *dst.add(n - 1) = c;
-        }
-    }
-}
-
 /// Prefix word of a record of `len` payload bytes (or of a skip marker, `len` = [`SKIP`]).
 #[inline(always)]
 const fn prefix_word(len: u32) -> u64 {
@@ -338,7 +299,7 @@ impl Producer {
             self.store_word(end, 0, false);
             let p = self.data.add(at);
             std::ptr::copy_nonoverlapping(hdr.as_bytes().as_ptr(), p.add(PREFIX), Header::SIZE);
-            copy_bytes(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
+            weft_engine::copy_bytes(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
             #[cfg(loom)]
             self.shadow.write(at + PREFIX, rec as usize - PREFIX);
             self.store_word(at, prefix_word(len as u32), true);
