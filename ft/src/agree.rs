@@ -99,6 +99,14 @@ impl Value {
         Value { flag, ctx, failed: f, acked: Some(a) }
     }
 
+    /// Make this the neutral element, keeping the allocations.
+    pub fn reset_identity(&mut self) {
+        self.flag = u64::MAX;
+        self.ctx = 0;
+        self.failed.clear();
+        self.acked = None;
+    }
+
     /// The neutral element of [`Value::merge`].
     pub fn identity() -> Value {
         Value { flag: u64::MAX, ctx: 0, failed: Vec::new(), acked: None }
@@ -405,6 +413,51 @@ impl Era {
         Era::build(tree, me, failed, Mode::Fast(fast))
     }
 
+    /// Make this instance what [`Era::new_fast`] (`fast`) or [`Era::new`] would build,
+    /// keeping its allocations: a driver recycles finished instances instead of allocating
+    /// and moving a new one for every agreement.
+    pub fn reset(&mut self, tree: Tree, me: u32, failed: &[u32], fast: bool) {
+        // Destructured so that a new field cannot be forgotten here.
+        let Era {
+            tree: t,
+            me: m,
+            failed: f,
+            mine,
+            acc,
+            version,
+            sent_up,
+            reported,
+            decided,
+            dec_sent,
+            parent,
+            children,
+            mode,
+            flood,
+            abort_sent,
+        } = self;
+        *t = tree;
+        *m = me;
+        f.clear();
+        f.extend(failed.iter().copied().filter(|&r| r != me));
+        *mine = false;
+        acc.reset_identity();
+        *version = 0;
+        *sent_up = None;
+        reported.clear();
+        *decided = None;
+        dec_sent.clear();
+        *parent = None;
+        children.clear();
+        *flood = false;
+        abort_sent.clear();
+        *mode = Mode::Tree;
+        if fast {
+            *mode = Mode::Fast(Fast::new(self.tree.size(), me));
+        } else {
+            self.refresh_view();
+        }
+    }
+
     /// A member with no neighbours computed yet ([`Era::refresh_view`]).
     fn build(tree: Tree, me: u32, failed: &[u32], mode: Mode) -> Era {
         Era {
@@ -476,10 +529,16 @@ impl Era {
     }
 
     /// The local member contributes `v` (its failed set is merged in).
-    pub fn start(&mut self, mut v: Value) -> Vec<Action> {
+    pub fn start(&mut self, v: Value) -> Vec<Action> {
         let mut out = Vec::new();
+        self.start_into(v, &mut out);
+        out
+    }
+
+    /// [`Era::start`], appending the actions to `out` (a driver reuses one buffer).
+    pub fn start_into(&mut self, mut v: Value, out: &mut Vec<Action>) {
         if self.mine {
-            return out;
+            return;
         }
         self.mine = true;
         v.merge(&Value { failed: self.failed.as_slice().to_vec(), ..Value::identity() });
@@ -489,48 +548,53 @@ impl Era {
         if let Some(d) = self.decided.clone() {
             // Decided before we even started (a peer told us): return at once.
             out.push(Action::Decided(d));
-            return out;
+            return;
         }
         match self.mode {
-            Mode::Fast(_) if !self.failed.is_empty() => self.fall_back(None, &mut out),
-            Mode::Fast(_) => self.fast_advance(&mut out),
-            _ => self.check(&mut out),
+            Mode::Fast(_) if !self.failed.is_empty() => self.fall_back(None, out),
+            Mode::Fast(_) => self.fast_advance(out),
+            _ => self.check(out),
         }
-        out
     }
 
     /// A message from rank `from`.
     pub fn on_msg(&mut self, from: u32, msg: Msg) -> Vec<Action> {
         let mut out = Vec::new();
+        self.on_msg_into(from, msg, &mut out);
+        out
+    }
+
+    /// [`Era::on_msg`], appending the actions to `out`.
+    pub fn on_msg_into(&mut self, from: u32, msg: Msg, out: &mut Vec<Action>) {
         if from == self.me || self.failed.contains(&from) || from >= self.tree.size() {
-            return out;
+            return;
         }
         match msg {
             Msg::Fast { step, v } => {
                 if let Mode::Fast(f) = &mut self.mode {
-                    if f.on_msg(from, step, v, self.mine, &mut self.acc, &mut out) {
-                        self.fast_decide(&mut out);
+                    if f.on_msg(from, step, v, self.mine, &mut self.acc, out) {
+                        self.fast_decide(out);
                     }
                 }
             }
-            Msg::Abort => self.fall_back(Some(from), &mut out),
+            Msg::Abort => self.fall_back(Some(from), out),
             Msg::Up(v) => {
                 // (A fast-decided member answers below; its flood skips `from`.)
                 if self.decided.is_some() {
                     self.dec_sent.insert(from);
                 }
-                self.fall_back(Some(from), &mut out);
+                self.fall_back(Some(from), out);
                 if let Some(d) = &self.decided {
                     // A late request: answer with the kept decision.
                     out.push(Action::Send { to: from, msg: Msg::Decide(d.clone()) });
                     self.dec_sent.insert(from);
-                    return out;
+                    return;
                 }
                 self.reported.insert(from);
                 if self.acc.merge(&v) {
                     self.version += 1;
                 }
-                self.check(&mut out);
+                self.check(out);
             }
             Msg::Decide(v) => {
                 if self.decided.is_none() {
@@ -540,14 +604,13 @@ impl Era {
                         self.flood = true;
                         self.refresh_view();
                     }
-                    self.decide(v, Some(from), &mut out);
+                    self.decide(v, Some(from), out);
                 } else {
                     self.dec_sent.insert(from);
-                    self.fall_back(Some(from), &mut out);
+                    self.fall_back(Some(from), out);
                 }
             }
         }
-        out
     }
 
     /// Leave the fast path (if on it): flood `Abort` (or, once decided, `Decide`) to the tree
@@ -604,8 +667,14 @@ impl Era {
     /// Rank `r` failed.
     pub fn on_failure(&mut self, r: u32) -> Vec<Action> {
         let mut out = Vec::new();
+        self.on_failure_into(r, &mut out);
+        out
+    }
+
+    /// [`Era::on_failure`], appending the actions to `out`.
+    pub fn on_failure_into(&mut self, r: u32, out: &mut Vec<Action>) {
         if r == self.me || r >= self.tree.size() || !self.failed.insert(r) {
-            return out;
+            return;
         }
         // Validity: a failed static descendant may have died before its contribution reached
         // us (its live children now report here instead). Name it in our report, so that
@@ -622,12 +691,12 @@ impl Era {
         match self.mode {
             // Decided on the fast path: members stuck on it learn of this failure too and
             // fall back; this member answers them when their tree messages arrive.
-            Mode::FastDone => return out,
+            Mode::FastDone => return,
             Mode::Fast(_) => {
-                self.fall_back(None, &mut out);
-                return out;
+                self.fall_back(None, out);
+                return;
             }
-            Mode::Tree if self.flood && self.decided.is_none() => self.flood_neighbours(&mut out),
+            Mode::Tree if self.flood && self.decided.is_none() => self.flood_neighbours(out),
             Mode::Tree => {}
         }
         if let Some(d) = self.decided.clone() {
@@ -638,10 +707,9 @@ impl Era {
                     out.push(Action::Send { to: t, msg: Msg::Decide(d.clone()) });
                 }
             }
-            return out;
+            return;
         }
-        self.check(&mut out);
-        out
+        self.check(out);
     }
 
     fn check(&mut self, out: &mut Vec<Action>) {
@@ -958,9 +1026,23 @@ mod tests {
             } else {
                 Tree::binary(n)
             };
-            let mut s = Sim::new(tree, &before);
+            let mut s = Sim::new(tree.clone(), &before);
             if fast {
                 s = s.fast();
+            }
+            if rnd(2) == 0 {
+                // Recycled instances (what the glue does): members that went through another
+                // agreement, with failures, reset to start this one.
+                let mut old = Sim::new(tree.clone(), &[]);
+                if rnd(2) == 0 {
+                    old = old.fast();
+                }
+                let v = rnd(n as u64) as u32;
+                old.run(&vec![1; n as usize], &[(rnd(2 * n as u64) as usize, v)], 1, rnd(2) == 1);
+                for (r, mut e) in old.m.into_iter().enumerate() {
+                    e.reset(tree.clone(), r as u32, &before, fast);
+                    s.m[r] = e;
+                }
             }
             let flags: Vec<u64> = (0..n).map(|_| rnd(4) | 0xf0).collect();
             s.run(&flags, &kills, delay, lifo);

@@ -16,6 +16,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -88,16 +89,18 @@ struct CommInfo {
     rank: u32,
     tree: Tree,
     next_seq: u32,
-    /// Lowest instance still kept; older messages are stale.
-    min_seq: u32,
-    /// Decisions since the last [`Glue::prune`] (pruning is amortised over
-    /// [`KEEP_DECIDED`] decisions instead of scanning every instance at each one).
-    since_prune: usize,
+    /// Sequence numbers of the instances decided here, oldest first, at most
+    /// [`KEEP_DECIDED`]: the decisions kept to answer late requests. An instance below
+    /// `next_seq` that is not in `insts` was decided and dropped, so its messages are stale.
+    kept: VecDeque<u32>,
     uniform: bool,
 }
 
 impl CommInfo {
     fn rank_of(&self, w: u32) -> Option<u32> {
+        if self.world_of.get(w as usize) == Some(&w) {
+            return Some(w); // the world communicator and its duplicates
+        }
         self.world_of.iter().position(|&x| x == w).map(|p| p as u32)
     }
 }
@@ -118,7 +121,14 @@ struct Glue {
     active: bool,
     seen_failures: usize,
     comms: HashMap<u32, CommInfo>,
-    insts: HashMap<(u32, u32), Inst>,
+    /// Agreement instances by (context id, sequence number). Boxed so that inserting one
+    /// moves a pointer, not the state machine; pruned boxes are reused (`spare`), so the
+    /// failure-free agreement allocates nothing for its instance.
+    insts: HashMap<(u32, u32), Box<Inst>>,
+    #[allow(clippy::vec_box)] // boxes, not instances: they move into `insts` by pointer
+    spare: Vec<Box<Inst>>,
+    /// Action buffer handed to the state machines, reused for every call.
+    acts: Vec<agree::Action>,
     parked: Vec<(u32, u8, Vec<u8>)>,
     parked_at: u32,
     pool: CtxPool,
@@ -161,6 +171,8 @@ impl Ft {
                 seen_failures: 0,
                 comms: HashMap::default(),
                 insts: HashMap::default(),
+                spare: Vec::new(),
+                acts: Vec::with_capacity(8),
                 parked: Vec::new(),
                 parked_at: 0,
                 pool: CtxPool::default(),
@@ -354,8 +366,7 @@ impl Glue {
                 rank,
                 tree,
                 next_seq: 0,
-                min_seq: 0,
-                since_prune: 0,
+                kept: VecDeque::with_capacity(KEEP_DECIDED + 1),
                 uniform: false,
             };
             self.comms.insert(ctx, info);
@@ -378,12 +389,13 @@ impl Glue {
 
     /// Resolve an incoming `(ctx, epoch)`: `Ok(Some(ctx))` live, `Ok(None)` parked, `Err` stale.
     fn resolve(&mut self, e: &Engine, ctx: u32, epoch: u32) -> std::result::Result<bool, ()> {
-        let live = match self.comms.get(&ctx) {
-            Some(i) if e.comm_ctx(i.id) == Ok(ctx) => true,
-            _ => match e.comm_by_ctx(ctx) {
-                Some(c) => self.info(e, c).is_ok(),
-                None => false,
-            },
+        if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm_ctx(i.id) == Ok(ctx)) {
+            // The common case: one lookup.
+            return if i.epoch == epoch { Ok(true) } else { Err(()) };
+        }
+        let live = match e.comm_by_ctx(ctx) {
+            Some(c) => self.info(e, c).is_ok(),
+            None => false,
         };
         if !live {
             self.comms.remove(&ctx);
@@ -406,10 +418,7 @@ impl Glue {
     }
 
     fn send(&mut self, e: &mut Engine, w: u32, ctx: u32, m: &Wire) {
-        self.buf.clear();
-        m.encode_into(&mut self.buf);
-        // A failed destination is fine to skip: the failure notice path handles it.
-        let _ = e.send_ctrl(w, hdr(m.class(), ctx, self.buf.len()), &self.buf);
+        send_wire(e, &mut self.buf, w, ctx, m);
     }
 
     fn apply_revoke(&mut self, e: &mut Engine, ctx: u32, acts: Vec<revoke::Action>) {
@@ -429,124 +438,66 @@ impl Glue {
         }
     }
 
-    fn inst(&mut self, e: &Engine, ctx: u32, seq: u32) -> &mut Inst {
-        let (comms, agree) = (&self.comms, self.opts.agree);
-        self.insts.entry((ctx, seq)).or_insert_with(|| {
-            let info = &comms[&ctx];
-            let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
-            let era = match agree {
-                AgreePath::Fast => Era::new_fast(info.tree.clone(), info.rank, &failed),
-                AgreePath::Tree => Era::new(info.tree.clone(), info.rank, &failed),
-            };
-            Inst { era, local: None }
-        })
+    /// Run `f` on instance `(ctx, seq)` of a resolved communicator with the reused action
+    /// buffer, then carry out the actions. The instance is created if new and `create`;
+    /// otherwise a missing instance returns false (nothing done).
+    ///
+    /// This is the agreement's hot path: it looks the communicator and the instance up once
+    /// each and works on the fields of `self` separately (a failure-free agreement used to
+    /// spend more time in map lookups than in the protocol).
+    fn drive(
+        &mut self,
+        e: &mut Engine,
+        ctx: u32,
+        seq: u32,
+        create: bool,
+        f: impl FnOnce(&mut Inst, &mut Vec<agree::Action>),
+    ) -> bool {
+        let Glue { opts, comms, insts, spare, acts, buf, stats, pool, .. } = self;
+        let Some(info) = comms.get_mut(&ctx) else { return false };
+        let inst: &mut Inst = if create {
+            insts.entry((ctx, seq)).or_insert_with(|| new_inst(e, info, opts.agree, spare))
+        } else {
+            match insts.get_mut(&(ctx, seq)) {
+                Some(b) => b,
+                None => return false,
+            }
+        };
+        f(inst, acts);
+        // If this call decided: the local request and the path, taken while we hold the
+        // instance.
+        let mut done = acts
+            .iter()
+            .any(|a| matches!(a, agree::Action::Decided(_)))
+            .then(|| (inst.local.take(), inst.era.on_fast_path()));
+        for a in acts.drain(..) {
+            match a {
+                agree::Action::Send { to, msg } => {
+                    let w = info.world_of[to as usize];
+                    send_wire(e, buf, w, ctx, &Wire::Agree { ctx, epoch: info.epoch, seq, msg });
+                }
+                agree::Action::Decided(v) => {
+                    let Some((local, fast)) = done.take() else { continue };
+                    stats.decided += 1;
+                    stats.decided_fast += fast as u64;
+                    if let Some(local) = local {
+                        complete(e, info, pool, v, local);
+                        prune(info, insts, spare, ctx, seq);
+                    }
+                }
+            }
+        }
+        true
     }
 
     fn start(&mut self, e: &mut Engine, ctx: u32, local: Local, v: Value) {
         let info = self.comms.get_mut(&ctx).expect("resolved");
         let seq = info.next_seq;
         info.next_seq += 1;
-        let inst = self.inst(e, ctx, seq);
-        inst.local = Some(local);
-        let acts = inst.era.start(v);
-        self.apply_era(e, ctx, seq, acts);
-    }
-
-    fn apply_era(&mut self, e: &mut Engine, ctx: u32, seq: u32, acts: Vec<agree::Action>) {
-        let epoch = self.comms[&ctx].epoch;
-        for a in acts {
-            match a {
-                agree::Action::Send { to, msg } => {
-                    let w = self.comms[&ctx].world_of[to as usize];
-                    self.send(e, w, ctx, &Wire::Agree { ctx, epoch, seq, msg });
-                }
-                agree::Action::Decided(v) => self.decided(e, ctx, seq, v),
-            }
-        }
-    }
-
-    fn decided(&mut self, e: &mut Engine, ctx: u32, seq: u32, v: Value) {
-        self.stats.decided += 1;
-        let Some(inst) = self.insts.get_mut(&(ctx, seq)) else { return };
-        if inst.era.on_fast_path() {
-            self.stats.decided_fast += 1;
-        }
-        let Some(local) = inst.local.take() else { return };
-        let info = &self.comms[&ctx];
-        let me = info.rank;
-        match local {
-            Local::Agree { req, out } => {
-                let res = match v.outcome() {
-                    Ok(f) => {
-                        // SAFETY: iagree's contract: `out` is valid until the request completes.
-                        unsafe { out.write(f) };
-                        Ok(Status { source: me, tag: 0, count: 0 })
-                    }
-                    Err((f, ranks)) => {
-                        // SAFETY: as above.
-                        unsafe { out.write(f) };
-                        Err(Error::ProcFailed { ranks })
-                    }
-                };
-                e.complete_request(req, res);
-            }
-            Local::Shrink { req, out } => {
-                let s = shrunk_of(info.world_of.len() as u32, &v);
-                let res = if s.survivors.binary_search(&me).is_err() {
-                    Err(Error::ProcFailed { ranks: vec![me] })
-                } else if !self.pool.commit(s.ctx) {
-                    Err(Error::InvalidArg(format!(
-                        "shrink: context id {} was agreed by two concurrent shrinks (call them in the same order everywhere)",
-                        s.ctx
-                    )))
-                } else {
-                    let members = s.survivors.iter().map(|&r| info.world_of[r as usize]).collect();
-                    e.comm_create_agreed(s.ctx, members)
-                };
-                match res {
-                    Ok(id) => {
-                        // SAFETY: ishrink's contract: `out` is valid until the request completes.
-                        unsafe { out.write(id.to_raw()) };
-                        e.complete_request(
-                            req,
-                            Ok(Status { source: me, tag: 0, count: id.to_raw() as usize }),
-                        );
-                    }
-                    Err(err) => e.complete_request(req, Err(err)),
-                }
-            }
-        }
-        self.prune(ctx);
-    }
-
-    /// Keep the last [`KEEP_DECIDED`] decided instances of `ctx` (they answer late requests).
-    /// Runs every [`KEEP_DECIDED`] decisions: between `KEEP_DECIDED` and twice that many are
-    /// kept, at O(1) amortised cost per decision (a full scan and sort at every decision made
-    /// the failure-free agreement pay for the history it keeps).
-    fn prune(&mut self, ctx: u32) {
-        match self.comms.get_mut(&ctx) {
-            Some(i) if i.since_prune + 1 < KEEP_DECIDED => {
-                i.since_prune += 1;
-                return;
-            }
-            Some(i) => i.since_prune = 0,
-            None => {}
-        }
-        let mut done: Vec<u32> = self
-            .insts
-            .iter()
-            .filter(|(k, i)| k.0 == ctx && i.local.is_none() && i.era.decision().is_some())
-            .map(|(k, _)| k.1)
-            .collect();
-        if done.len() <= KEEP_DECIDED {
-            return;
-        }
-        done.sort_unstable();
-        let cut = done[done.len() - KEEP_DECIDED];
-        self.insts.retain(|k, _| k.0 != ctx || k.1 >= cut);
-        if let Some(i) = self.comms.get_mut(&ctx) {
-            i.min_seq = i.min_seq.max(cut);
-        }
+        self.drive(e, ctx, seq, true, |inst, out| {
+            inst.local = Some(local);
+            inst.era.start_into(v, out);
+        });
     }
 
     fn on_message(&mut self, e: &mut Engine, peer: u32, cls: u8, p: &[u8]) {
@@ -579,13 +530,15 @@ impl Glue {
                     }
                     Ok(true) => {}
                 }
-                let Some(from) = self.comms[&ctx].rank_of(peer) else {
+                let info = &self.comms[&ctx];
+                let (id, next_seq) = (info.id, info.next_seq);
+                let Some(from) = info.rank_of(peer) else {
                     self.stats.malformed += 1;
                     return;
                 };
                 match w {
                     Wire::Revoke { .. } => {
-                        if e.is_revoked(self.comms[&ctx].id).unwrap_or(true) {
+                        if e.is_revoked(id).unwrap_or(true) {
                             return;
                         }
                         let mut rv = self.revoke_sm(e, ctx);
@@ -593,13 +546,16 @@ impl Glue {
                         self.apply_revoke(e, ctx, acts);
                     }
                     Wire::Agree { seq, msg, .. } => {
-                        let info = &self.comms[&ctx];
-                        if seq < info.min_seq || seq > info.next_seq.saturating_add(1 << 16) {
+                        if seq > next_seq.saturating_add(1 << 16) {
                             self.stats.stale += 1;
                             return;
                         }
-                        let acts = self.inst(e, ctx, seq).era.on_msg(from, msg);
-                        self.apply_era(e, ctx, seq, acts);
+                        // Below `next_seq` without an instance: decided and dropped, stale.
+                        let create = seq >= next_seq;
+                        if !self.drive(e, ctx, seq, create, |inst, out| inst.era.on_msg_into(from, msg, out))
+                        {
+                            self.stats.stale += 1;
+                        }
                     }
                     _ => unreachable!("matched above"),
                 }
@@ -681,9 +637,104 @@ impl Glue {
                 continue;
             }
             let Some(r) = info.rank_of(w) else { continue };
-            let Some(inst) = self.insts.get_mut(&(ctx, seq)) else { continue };
-            let acts = inst.era.on_failure(r);
-            self.apply_era(e, ctx, seq, acts);
+            self.drive(e, ctx, seq, false, |inst, out| inst.era.on_failure_into(r, out));
+        }
+    }
+}
+
+/// A new agreement instance for `info` (a recycled box when there is one).
+#[allow(clippy::vec_box)]
+fn new_inst(e: &Engine, info: &CommInfo, path: AgreePath, spare: &mut Vec<Box<Inst>>) -> Box<Inst> {
+    let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
+    let fast = path == AgreePath::Fast;
+    match spare.pop() {
+        Some(mut b) => {
+            b.era.reset(info.tree.clone(), info.rank, &failed, fast);
+            b.local = None;
+            b
+        }
+        None => {
+            let era = if fast {
+                Era::new_fast(info.tree.clone(), info.rank, &failed)
+            } else {
+                Era::new(info.tree.clone(), info.rank, &failed)
+            };
+            Box::new(Inst { era, local: None })
+        }
+    }
+}
+
+/// Encode `m` into `buf` and send it to world rank `w`.
+fn send_wire(e: &mut Engine, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
+    buf.clear();
+    m.encode_into(buf);
+    // A failed destination is fine to skip: the failure notice path handles it.
+    let _ = e.send_ctrl(w, hdr(m.class(), ctx, buf.len()), buf);
+}
+
+/// The local member's instance decided `v`: complete its agree or shrink request.
+fn complete(e: &mut Engine, info: &CommInfo, pool: &mut CtxPool, v: Value, local: Local) {
+    let me = info.rank;
+    match local {
+        Local::Agree { req, out } => {
+            let res = match v.outcome() {
+                Ok(f) => {
+                    // SAFETY: iagree's contract: `out` is valid until the request completes.
+                    unsafe { out.write(f) };
+                    Ok(Status { source: me, tag: 0, count: 0 })
+                }
+                Err((f, ranks)) => {
+                    // SAFETY: as above.
+                    unsafe { out.write(f) };
+                    Err(Error::ProcFailed { ranks })
+                }
+            };
+            e.complete_request(req, res);
+        }
+        Local::Shrink { req, out } => {
+            let s = shrunk_of(info.world_of.len() as u32, &v);
+            let res = if s.survivors.binary_search(&me).is_err() {
+                Err(Error::ProcFailed { ranks: vec![me] })
+            } else if !pool.commit(s.ctx) {
+                Err(Error::InvalidArg(format!(
+                    "shrink: context id {} was agreed by two concurrent shrinks (call them in the same order everywhere)",
+                    s.ctx
+                )))
+            } else {
+                let members = s.survivors.iter().map(|&r| info.world_of[r as usize]).collect();
+                e.comm_create_agreed(s.ctx, members)
+            };
+            match res {
+                Ok(id) => {
+                    // SAFETY: ishrink's contract: `out` is valid until the request completes.
+                    unsafe { out.write(id.to_raw()) };
+                    e.complete_request(req, Ok(Status { source: me, tag: 0, count: id.to_raw() as usize }));
+                }
+                Err(err) => e.complete_request(req, Err(err)),
+            }
+        }
+    }
+}
+
+/// Keep the last [`KEEP_DECIDED`] instances of `ctx` decided here (they answer late
+/// requests): `seq` just decided, the oldest kept one goes. O(1) per decision; its box is
+/// reused for a later instance.
+#[allow(clippy::vec_box)]
+fn prune(
+    info: &mut CommInfo,
+    insts: &mut HashMap<(u32, u32), Box<Inst>>,
+    spare: &mut Vec<Box<Inst>>,
+    ctx: u32,
+    seq: u32,
+) {
+    info.kept.push_back(seq);
+    if info.kept.len() <= KEEP_DECIDED {
+        return;
+    }
+    let old = info.kept.pop_front().expect("longer than KEEP_DECIDED");
+    if let Some(b) = insts.remove(&(ctx, old)) {
+        if spare.len() < KEEP_DECIDED {
+            spare.push(b);
         }
     }
 }

@@ -68,6 +68,10 @@ impl RankSet {
             }
         }
     }
+    /// Remove every member (keeps the allocation).
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
     /// Number of members.
     pub fn len(&self) -> usize {
         self.0.len()
