@@ -893,9 +893,11 @@ impl Engine {
         n
     }
 
-    /// Spend one idle iteration of a wait loop according to the progress mode.
+    /// Spend one idle iteration of a wait loop according to the progress mode: progress, and
+    /// after 16 idle iterations in yield mode give the core away. For layers that wait for
+    /// their own completion condition instead of a request (`spins` starts at 0).
     #[inline]
-    pub(crate) fn idle_wait(&mut self, spins: &mut u32) {
+    pub fn idle_wait(&mut self, spins: &mut u32) {
         if self.progress() > 0 {
             *spins = 0;
             return;

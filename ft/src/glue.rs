@@ -107,6 +107,8 @@ impl CommInfo {
 
 enum Local {
     Agree { req: ReqId, out: *mut u64 },
+    /// The blocking [`Ft::agree`]: the outcome goes to [`Glue::blocked`].
+    Blocking,
     Shrink { req: ReqId, out: *mut u64 },
 }
 
@@ -134,6 +136,9 @@ struct Glue {
     pool: CtxPool,
     det: Option<Detector>,
     stats: FtStats,
+    /// Outcome of the blocking agreement in progress (there is at most one: it blocks the
+    /// only thread that uses this engine).
+    blocked: Option<Result<u64>>,
     /// Encoding buffer, reused for every message sent.
     buf: Vec<u8>,
 }
@@ -178,6 +183,7 @@ impl Ft {
                 pool: CtxPool::default(),
                 det: None,
                 stats: FtStats::default(),
+                blocked: None,
                 buf: Vec::with_capacity(64),
             })),
         };
@@ -247,13 +253,25 @@ impl Ft {
         Ok(req)
     }
 
-    /// Blocking agreement: the AND of `flag` over the live members.
+    /// Blocking agreement: the AND of `flag` over the live members. Waits on the engine
+    /// directly, without an engine request.
     pub fn agree(&self, e: &mut Engine, c: CommId, flag: u64) -> Result<u64> {
-        let mut out = 0u64;
-        // SAFETY: `out` outlives the request: it is waited for below.
-        let req = unsafe { self.iagree(e, c, flag, &mut out)? };
-        e.wait(req)?;
-        Ok(out)
+        self.activate(e);
+        {
+            let mut g = self.st.borrow_mut();
+            let ctx = g.info(e, c)?;
+            let failed = e.get_failed(c)?;
+            let acked = e.get_acked(c)?;
+            g.blocked = None;
+            g.start(e, ctx, Local::Blocking, Value::new(flag, 0, &failed, &acked));
+        }
+        let mut spins = 0;
+        loop {
+            if let Some(r) = self.st.borrow_mut().blocked.take() {
+                return r;
+            }
+            e.idle_wait(&mut spins);
+        }
     }
 
     /// Start a shrink of `c`; when the request completes, `*out` holds the new communicator
@@ -453,7 +471,7 @@ impl Glue {
         create: bool,
         f: impl FnOnce(&mut Inst, &mut Vec<agree::Action>),
     ) -> bool {
-        let Glue { opts, comms, insts, spare, acts, buf, stats, pool, .. } = self;
+        let Glue { opts, comms, insts, spare, acts, buf, stats, pool, blocked, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return false };
         let inst: &mut Inst = if create {
             insts.entry((ctx, seq)).or_insert_with(|| new_inst(e, info, opts.agree, spare))
@@ -481,7 +499,7 @@ impl Glue {
                     stats.decided += 1;
                     stats.decided_fast += fast as u64;
                     if let Some(local) = local {
-                        complete(e, info, pool, v, local);
+                        complete(e, info, pool, blocked, v, local);
                         prune(info, insts, spare, ctx, seq);
                     }
                 }
@@ -673,9 +691,17 @@ fn send_wire(e: &mut Engine, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
 }
 
 /// The local member's instance decided `v`: complete its agree or shrink request.
-fn complete(e: &mut Engine, info: &CommInfo, pool: &mut CtxPool, v: Value, local: Local) {
+fn complete(
+    e: &mut Engine,
+    info: &CommInfo,
+    pool: &mut CtxPool,
+    blocked: &mut Option<Result<u64>>,
+    v: Value,
+    local: Local,
+) {
     let me = info.rank;
     match local {
+        Local::Blocking => *blocked = Some(v.outcome().map_err(|(_, ranks)| Error::ProcFailed { ranks })),
         Local::Agree { req, out } => {
             let res = match v.outcome() {
                 Ok(f) => {
