@@ -568,6 +568,10 @@ impl Coll {
 
     /// Validate a call, advance the communicator's sequence number and find (or build) the
     /// schedule. Returns the plan, the tag of this run and its checking header.
+    ///
+    /// Inlined into the callers, with the cache miss out of line: returned through memory,
+    /// the large result cost a store-forwarding stall per call on the hit path.
+    #[inline(always)]
     fn plan(&mut self, e: &Engine, c: CommId, spec: &Spec) -> Result<(Plan, i32, Check)> {
         let (rank, n) = (e.comm_rank(c)?, e.comm_size(c)?);
         Self::validate(spec, rank, n)?;
@@ -600,6 +604,25 @@ impl Coll {
                 return Ok((Plan::Cached(slot, i), tag, check));
             }
         }
+        self.plan_miss(e, c, spec, rank, n, slot, key).map(|p| (p, tag, check))
+    }
+
+    /// [`Coll::plan`] without a cached schedule: build it (and cache it unless it is a v-type
+    /// collective).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn plan_miss(
+        &mut self,
+        e: &Engine,
+        c: CommId,
+        spec: &Spec,
+        rank: u32,
+        n: u32,
+        slot: usize,
+        key: Key,
+    ) -> Result<Plan> {
+        let (es, commute) = (key.es, key.commute);
         let nodes = self.nodes(e, c)?;
         let alg = self.pick(c, spec, n, &nodes);
         let ctx = Ctx {
@@ -617,7 +640,7 @@ impl Coll {
         };
         let sched = build(&ctx, spec.kind, alg);
         if spec.kind.is_v() {
-            return Ok((Plan::Owned(sched), tag, check));
+            return Ok(Plan::Owned(sched));
         }
         if self.cached >= CACHE_MAX {
             for pc in &mut self.comms {
@@ -630,7 +653,7 @@ impl Coll {
         pc.cache.push(Entry { key, sched: Rc::new(sched), stage_len, bufs: RunBufs::default() });
         pc.last = pc.cache.len() - 1;
         self.cached += 1;
-        Ok((Plan::Cached(slot, pc.last), tag, check))
+        Ok(Plan::Cached(slot, pc.last))
     }
 
     #[inline(always)]

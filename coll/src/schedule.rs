@@ -26,7 +26,7 @@ use std::borrow::{BorrowMut, Cow};
 use std::ops::Deref;
 use std::rc::Rc;
 
-use weft_engine::{Activity, CommId, Engine, Error, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CommId, Engine, Error, RecvStart, ReqId, Result, Status, Step};
 
 use crate::dtype::DType;
 use crate::op::Op;
@@ -255,8 +255,11 @@ fn check_header(h: &[u8], mine: &Check, peer: u32) -> Result<()> {
 
 /// A communication step in flight.
 struct Infl {
-    /// `None`: an eager send that left at once (nothing to wait for).
+    /// `None`: an eager send that left at once, or a receive matched at once (`early`):
+    /// nothing to wait for.
     id: Option<ReqId>,
+    /// Status of a receive matched when it was posted (still to be finished).
+    early: Option<Status>,
     step: usize,
     /// Byte offset of the staging slot in the arena (staged steps).
     off: usize,
@@ -397,7 +400,7 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
             if staged {
                 off += (HDR + reg.len).div_ceil(8) * 8;
             }
-            // SAFETY (all four): the staging slot lies in the arena, sized by `stage_len` for
+            // SAFETY (every block below): the staging slot lies in the arena, sized by `stage_len` for
             // the largest round and kept (or leaked) until the step completes; user and scratch
             // regions were bounds-checked by `region` and stay valid until the run ends.
             let id = if is_send {
@@ -411,14 +414,25 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                 } else {
                     unsafe { e.isend_coll_opt(self.comm, p, reg.len, peer, self.tag)? }
                 }
-            } else if staged {
-                Some(unsafe {
-                    e.irecv_coll(self.comm, arena.add(slot), HDR + reg.len, peer as i32, self.tag)?
-                })
             } else {
-                Some(unsafe { e.irecv_coll(self.comm, p, reg.len, peer as i32, self.tag)? })
+                let (dst, len) =
+                    if staged { (unsafe { arena.add(slot) }, HDR + reg.len) } else { (p, reg.len) };
+                match unsafe { e.irecv_coll_opt(self.comm, dst, len, peer as i32, self.tag)? } {
+                    RecvStart::Pending(id) => Some(id),
+                    RecvStart::Done(st) => {
+                        b.infl.push(Infl {
+                            id: None,
+                            early: Some(st),
+                            step: i,
+                            off: slot,
+                            staged,
+                            done: false,
+                        });
+                        continue;
+                    }
+                }
             };
-            b.infl.push(Infl { id, step: i, off: slot, staged, done: id.is_none() });
+            b.infl.push(Infl { id, early: None, step: i, off: slot, staged, done: id.is_none() });
         }
         Ok(())
     }
@@ -500,9 +514,13 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                 return self.fail_and_drain(e, x);
             }
             for k in 0..self.b.borrow().infl.len() {
-                let Infl { id, done, .. } = self.b.borrow().infl[k];
-                let Some(id) = id.filter(|_| !done) else { continue };
-                let r = e.wait(id);
+                let Infl { id, done, early, .. } = self.b.borrow().infl[k];
+                let r = match (id, early) {
+                    _ if done => continue,
+                    (_, Some(st)) => Ok(st),
+                    (Some(id), None) => e.wait(id),
+                    (None, None) => continue,
+                };
                 self.b.borrow_mut().infl[k].done = true;
                 if let Err(x) = r.and_then(|st| self.finish_recv(k, st)) {
                     return self.fail_and_drain(e, x);
@@ -554,9 +572,14 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
             }
             let mut pending = false;
             for k in 0..self.b.borrow().infl.len() {
-                let Infl { id, done, .. } = self.b.borrow().infl[k];
-                let Some(id) = id.filter(|_| !done) else { continue };
-                match e.take_result(id) {
+                let Infl { id, done, early, .. } = self.b.borrow().infl[k];
+                let r = match (id, early) {
+                    _ if done => continue,
+                    (_, Some(st)) => Ok(Some(st)),
+                    (Some(id), None) => e.take_result(id),
+                    (None, None) => continue,
+                };
+                match r {
                     Ok(None) => pending = true,
                     Ok(Some(st)) => {
                         self.b.borrow_mut().infl[k].done = true;

@@ -16,7 +16,7 @@ use crate::comm::{CommState, Comms};
 use crate::error::{Error, Result};
 use crate::failure::Failures;
 use crate::matching::{Arrived, Matching, Posted, Unexpected};
-use crate::request::{Phase, Req, ReqId, Requests};
+use crate::request::{Phase, RecvStart, Req, ReqId, Requests};
 use crate::transport::{class, GetStatus, Header, RKey, Transport, TransportError};
 use crate::{CommId, Status, ANY_SOURCE, ANY_TAG, MAX_TAG};
 
@@ -26,6 +26,10 @@ const ROUTE_NONE: u8 = u8::MAX - 1;
 pub const FINALIZE_WAIT: Duration = Duration::from_secs(10);
 /// RTS payload: sender request id (8 bytes) + remote key.
 const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
+/// Buffers kept in the arrival pool ([`Core::recycle_buf`]).
+const BUF_POOL_MAX: usize = 64;
+/// Largest buffer capacity kept in the arrival pool.
+const BUF_POOL_CAP: usize = 4096;
 
 /// How waiting callers spend idle time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,8 +149,11 @@ pub(crate) struct Core {
     pub(crate) stats: Stats,
     /// Messages of upper-layer classes, dispatched to their handlers after the poll.
     pub(crate) ctrl_inbox: Vec<(u32, Header, Vec<u8>)>,
-    /// Emptied payload buffers of dispatched control messages, reused for new arrivals.
-    ctrl_pool: Vec<Vec<u8>>,
+    /// Emptied payload buffers, reused for new arrivals the engine must hold: unexpected
+    /// eager messages (until a receive matches them) and control messages (until dispatch).
+    /// A sender that runs ahead of its receiver (a pipelined broadcast) would otherwise cost
+    /// one allocation and one free per message.
+    buf_pool: Vec<Vec<u8>>,
     /// Finalize handshake: goodbyes sent, peers that confirmed ours, acknowledgements owed.
     bye_sent: Vec<bool>,
     confirmed: Vec<bool>,
@@ -217,7 +224,7 @@ impl Engine {
                 next_ctx: 2,
                 stats: Stats::default(),
                 ctrl_inbox: Vec::new(),
-                ctrl_pool: Vec::new(),
+                buf_pool: Vec::new(),
                 bye_sent: vec![false; nprocs as usize],
                 confirmed: vec![false; nprocs as usize],
                 acks_to_send: Vec::new(),
@@ -601,6 +608,30 @@ impl Engine {
         src: i32,
         tag: i32,
     ) -> Result<ReqId> {
+        // SAFETY: forwarded contract.
+        match unsafe { self.irecv_ctx_opt(c, coll, buf, len, src, tag, true)? } {
+            RecvStart::Pending(id) => Ok(id),
+            RecvStart::Done(_) => unreachable!("want_req: a request is always returned"),
+        }
+    }
+
+    /// The receive path. `coll` selects the internal context (`ctx + 1`). With `want_req`
+    /// false a receive matched at once by an eager message already here returns its status
+    /// (or its error) without allocating a request.
+    ///
+    /// # Safety
+    /// As [`Engine::irecv`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn irecv_ctx_opt(
+        &mut self,
+        c: CommId,
+        coll: u32,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        want_req: bool,
+    ) -> Result<RecvStart> {
         if buf.is_null() && len > 0 {
             return Err(Error::InvalidArg("null receive buffer with nonzero length".into()));
         }
@@ -638,8 +669,13 @@ impl Engine {
             match u.data {
                 Arrived::Eager(data) => {
                     ubuf.fill(&data);
-                    req.phase = Phase::Done(Core::recv_result(status, ubuf.len()));
-                    return Ok(self.core.reqs.insert(req));
+                    self.core.recycle_buf(data);
+                    let res = Core::recv_result(status, ubuf.len());
+                    if !want_req {
+                        return res.map(RecvStart::Done);
+                    }
+                    req.phase = Phase::Done(res);
+                    return Ok(RecvStart::Pending(self.core.reqs.insert(req)));
                 }
                 Arrived::Rts { sreq, key, len } => {
                     let id = self.core.reqs.insert(req);
@@ -654,7 +690,7 @@ impl Engine {
                         status,
                     });
                     self.run_rndv();
-                    return Ok(id);
+                    return Ok(RecvStart::Pending(id));
                 }
             }
         }
@@ -664,7 +700,7 @@ impl Engine {
         let id = self.core.reqs.insert(req);
         let qs = self.core.q.ctx(ctx).expect("checked above");
         qs.posted.push_back(Posted { src, tag, req: id });
-        Ok(id)
+        Ok(RecvStart::Pending(id))
     }
 
     /// Start the reads of matched RTS messages (after a poll, or when a receive matched one).
@@ -1216,10 +1252,13 @@ impl Core {
     }
 
     /// Return a dispatched control payload's buffer for reuse (a few are kept).
-    pub(crate) fn recycle_ctrl(&mut self, mut b: Vec<u8>) {
-        if self.ctrl_pool.len() < 16 && b.capacity() <= 4096 {
+    /// Return a buffer taken from `buf_pool` to the pool (bounded: at most
+    /// [`BUF_POOL_MAX`] buffers of at most [`BUF_POOL_CAP`] bytes are kept).
+    #[inline]
+    pub(crate) fn recycle_buf(&mut self, mut b: Vec<u8>) {
+        if self.buf_pool.len() < BUF_POOL_MAX && b.capacity() <= BUF_POOL_CAP {
             b.clear();
-            self.ctrl_pool.push(b);
+            self.buf_pool.push(b);
         }
     }
 
@@ -1283,7 +1322,7 @@ impl Core {
                 if self.failed.is_failed(peer) {
                     self.stats.dropped_from_failed += 1;
                 } else {
-                    let mut b = self.ctrl_pool.pop().unwrap_or_default();
+                    let mut b = self.buf_pool.pop().unwrap_or_default();
                     b.extend_from_slice(payload);
                     self.ctrl_inbox.push((peer, *h, b));
                     self.aux = true;
@@ -1342,7 +1381,11 @@ impl Core {
         }
         self.stats.unexpected += 1;
         let data = match rts {
-            None => Arrived::Eager(payload.to_vec()),
+            None => {
+                let mut b = self.buf_pool.pop().unwrap_or_default();
+                b.extend_from_slice(payload);
+                Arrived::Eager(b)
+            }
             Some((sreq, key)) => Arrived::Rts { sreq, key, len: h.len },
         };
         qs.unexpected.push_back(Unexpected { src: h.src, src_world: peer, tag: h.tag, data });

@@ -17,7 +17,7 @@
 
 use crate::comm::ErrScope;
 use crate::error::{Error, Result};
-use crate::request::{Phase, Req, ReqId};
+use crate::request::{Phase, RecvStart, Req, ReqId};
 use crate::transport::{class, Header, TransportError};
 use crate::{CommId, Engine, Status};
 
@@ -141,7 +141,7 @@ impl Engine {
                     if self.ext.handlers[i].is_none() {
                         self.ext.handlers[i] = Some(handler);
                     }
-                    self.core.recycle_ctrl(payload);
+                    self.core.recycle_buf(payload);
                 }
                 None if self.ext.parked.len() < MAX_PARKED => self.ext.parked.push((peer, h, payload)),
                 None => {
@@ -283,6 +283,24 @@ impl Engine {
     ) -> Result<ReqId> {
         // SAFETY: forwarded contract.
         unsafe { self.irecv_ctx(c, 1, buf, len, src, tag) }
+    }
+
+    /// As [`Engine::irecv_coll`], but a receive matched at once by an eager message that
+    /// already arrived completes here: `RecvStart::Done` with its status (or the receive's
+    /// error, e.g. truncation), and no request is allocated.
+    ///
+    /// # Safety
+    /// As [`Engine::irecv`] (while a returned request is pending).
+    pub unsafe fn irecv_coll_opt(
+        &mut self,
+        c: CommId,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<RecvStart> {
+        // SAFETY: forwarded contract.
+        unsafe { self.irecv_ctx_opt(c, 1, buf, len, src, tag, false) }
     }
 
     /// Number of failures known so far (grows by one per newly failed process): activities

@@ -33,7 +33,7 @@ pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
 pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
-pub use request::ReqId;
+pub use request::{RecvStart, ReqId};
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};
 
 /// Wildcard source for receives and probes.

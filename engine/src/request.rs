@@ -26,6 +26,15 @@ impl ReqId {
     }
 }
 
+/// How a receive started by [`crate::Engine::irecv_coll_opt`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvStart {
+    /// Matched at once by a message that was already here: complete, no request.
+    Done(Status),
+    /// Pending: wait for this request.
+    Pending(ReqId),
+}
+
 #[derive(Debug)]
 pub(crate) enum Phase {
     /// Send waiting in the per-destination queue for ring space (eager or RTS not yet sent).

@@ -404,3 +404,57 @@ fn group_error_scope_reports_any_member_failure() {
         assert_eq!(b[0], (1 - me) as u8);
     });
 }
+
+#[test]
+fn receive_matched_at_post_completes_without_request() {
+    run(2, 8, |me, e, _| {
+        let w = e.world();
+        if me == 0 {
+            let m = [7u8; 8];
+            for _ in 0..2 {
+                assert!(unsafe { e.isend_coll_opt(w, m.as_ptr(), 8, 1, 3).unwrap() }.is_none());
+            }
+            let big = [1u8; 64];
+            assert!(unsafe { e.isend_coll_opt(w, big.as_ptr(), 64, 1, 4).unwrap() }.is_none());
+        } else {
+            // Wait until both messages of tag 3 are here (unexpected), then post.
+            let t = Instant::now();
+            while e.stats().unexpected < 3 {
+                e.progress();
+                assert!(t.elapsed() < Duration::from_secs(10), "messages never arrived");
+            }
+            let mut b = [0u8; 8];
+            match unsafe { e.irecv_coll_opt(w, b.as_mut_ptr(), 8, 0, 3).unwrap() } {
+                RecvStart::Done(st) => assert_eq!((st.source, st.count, b), (0, 8, [7u8; 8])),
+                RecvStart::Pending(_) => panic!("a message already here must complete at post"),
+            }
+            // Truncation is reported at post, not hidden.
+            let mut small = [0u8; 16];
+            assert!(matches!(
+                unsafe { e.irecv_coll_opt(w, small.as_mut_ptr(), 16, 0, 4) },
+                Err(Error::Truncated { .. })
+            ));
+            // Nothing of tag 5 has arrived: a request to wait for.
+            let mut c = [0u8; 8];
+            match unsafe { e.irecv_coll_opt(w, c.as_mut_ptr(), 8, 0, 5).unwrap() } {
+                RecvStart::Pending(id) => {
+                    e.barrier(w).unwrap();
+                    let st = e.wait(id).unwrap();
+                    assert_eq!((st.count, c), (8, [9u8; 8]));
+                }
+                RecvStart::Done(_) => panic!("nothing of tag 5 was sent yet"),
+            }
+            // The second message of tag 3 is still queued, intact.
+            let mut d = [0u8; 8];
+            assert!(matches!(
+                unsafe { e.irecv_coll_opt(w, d.as_mut_ptr(), 8, 0, 3).unwrap() },
+                RecvStart::Done(_)
+            ));
+            assert_eq!(d, [7u8; 8]);
+            return;
+        }
+        e.barrier(w).unwrap();
+        let m = [9u8; 8];
+        assert!(unsafe { e.isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
+    });
+}

@@ -106,10 +106,16 @@ impl CommInfo {
 }
 
 enum Local {
-    Agree { req: ReqId, out: *mut u64 },
+    Agree {
+        req: ReqId,
+        out: *mut u64,
+    },
     /// The blocking [`Ft::agree`]: the outcome goes to [`Glue::blocked`].
     Blocking,
-    Shrink { req: ReqId, out: *mut u64 },
+    Shrink {
+        req: ReqId,
+        out: *mut u64,
+    },
 }
 
 struct Inst {
