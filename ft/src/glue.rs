@@ -118,6 +118,14 @@ enum Local {
     },
 }
 
+/// See [`Glue::ready`]: valid while the communicator and the failure count are unchanged.
+struct Ready {
+    ctx: u32,
+    id: CommId,
+    failures: usize,
+    inst: Box<Inst>,
+}
+
 struct Inst {
     era: Era,
     local: Option<Local>,
@@ -135,6 +143,9 @@ struct Glue {
     insts: HashMap<(u32, u32), Box<Inst>>,
     #[allow(clippy::vec_box)] // boxes, not instances: they move into `insts` by pointer
     spare: Vec<Box<Inst>>,
+    /// A recycled instance already reset for the next agreement on a communicator (done
+    /// after this member's first message left, while it waits: off the critical path).
+    ready: Option<Ready>,
     /// Action buffer handed to the state machines, reused for every call.
     acts: Vec<agree::Action>,
     parked: Vec<(u32, u8, Vec<u8>)>,
@@ -183,6 +194,7 @@ impl Ft {
                 comms: HashMap::default(),
                 insts: HashMap::default(),
                 spare: Vec::new(),
+                ready: None,
                 acts: Vec::with_capacity(8),
                 parked: Vec::new(),
                 parked_at: 0,
@@ -477,10 +489,16 @@ impl Glue {
         create: bool,
         f: impl FnOnce(&mut Inst, &mut Vec<agree::Action>),
     ) -> bool {
-        let Glue { opts, comms, insts, spare, acts, buf, stats, pool, blocked, .. } = self;
+        let Glue { opts, comms, insts, spare, ready, acts, buf, stats, pool, blocked, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return false };
         let inst: &mut Inst = if create {
-            insts.entry((ctx, seq)).or_insert_with(|| new_inst(e, info, opts.agree, spare))
+            insts.entry((ctx, seq)).or_insert_with(|| match ready.take() {
+                Some(r) if r.ctx == ctx && r.id == info.id && r.failures == e.failure_count() => r.inst,
+                r => {
+                    *ready = r;
+                    new_inst(e, info, opts.agree, spare)
+                }
+            })
         } else {
             match insts.get_mut(&(ctx, seq)) {
                 Some(b) => b,
@@ -506,7 +524,8 @@ impl Glue {
                     stats.decided_fast += fast as u64;
                     if let Some(local) = local {
                         complete(e, info, pool, blocked, v, local);
-                        prune(info, insts, spare, ctx, seq);
+                        // Kept to answer late requests; the oldest goes in `housekeep`.
+                        info.kept.push_back(seq);
                     }
                 }
             }
@@ -522,6 +541,20 @@ impl Glue {
             inst.local = Some(local);
             inst.era.start_into(v, out);
         });
+        self.housekeep(e, ctx);
+    }
+
+    /// Bookkeeping moved off the agreement's critical path (it runs after this member's
+    /// first message left, while the peers' are on their way): drop the decisions kept
+    /// beyond [`KEEP_DECIDED`] and reset a recycled instance for the next agreement.
+    fn housekeep(&mut self, e: &Engine, ctx: u32) {
+        let Glue { opts, comms, insts, spare, ready, .. } = self;
+        let Some(info) = comms.get_mut(&ctx) else { return };
+        prune(info, insts, spare, ctx);
+        if ready.as_ref().is_none_or(|r| r.ctx != ctx) && !spare.is_empty() {
+            let inst = new_inst(e, info, opts.agree, spare);
+            *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
+        }
     }
 
     fn on_message(&mut self, e: &mut Engine, peer: u32, cls: u8, p: &[u8]) {
@@ -749,24 +782,20 @@ fn complete(
 }
 
 /// Keep the last [`KEEP_DECIDED`] instances of `ctx` decided here (they answer late
-/// requests): `seq` just decided, the oldest kept one goes. O(1) per decision; its box is
-/// reused for a later instance.
+/// requests): older ones go, their boxes reused for later instances. O(1) per decision.
 #[allow(clippy::vec_box)]
 fn prune(
     info: &mut CommInfo,
     insts: &mut HashMap<(u32, u32), Box<Inst>>,
     spare: &mut Vec<Box<Inst>>,
     ctx: u32,
-    seq: u32,
 ) {
-    info.kept.push_back(seq);
-    if info.kept.len() <= KEEP_DECIDED {
-        return;
-    }
-    let old = info.kept.pop_front().expect("longer than KEEP_DECIDED");
-    if let Some(b) = insts.remove(&(ctx, old)) {
-        if spare.len() < KEEP_DECIDED {
-            spare.push(b);
+    while info.kept.len() > KEEP_DECIDED {
+        let old = info.kept.pop_front().expect("longer than KEEP_DECIDED");
+        if let Some(b) = insts.remove(&(ctx, old)) {
+            if spare.len() < KEEP_DECIDED {
+                spare.push(b);
+            }
         }
     }
 }
