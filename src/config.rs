@@ -18,7 +18,7 @@ pub struct Key {
 
 /// Every configuration key weft reads.
 pub const KEYS: &[Key] = &[
-    Key { name: "WEFT_PROGRESS", default: "poll", help: "idle behaviour of blocking calls: poll (spin) | yield (sched_yield after a short spin; for more ranks than cores)" },
+    Key { name: "WEFT_PROGRESS", default: "auto", help: "idle behaviour of blocking calls: poll (spin) | yield (sched_yield after a short spin; for more ranks than cores) | auto (yield when this host runs more ranks of the job than it has cores, else poll)" },
     Key { name: "WEFT_EAGER_LIMIT", default: "16384", help: "largest message sent eagerly (bytes); larger ones use single-copy rendezvous (socket-based libfabric providers use at least 65536)" },
     Key { name: "WEFT_SHM_BUDGET", default: "4194304", help: "bytes of inbound ring space per rank, shared among its local peers" },
     Key { name: "WEFT_SHM_RING_MIN", default: "16384", help: "smallest ring per peer pair (bytes, power of two)" },
@@ -67,8 +67,9 @@ pub use weft_engine::ProgressMode;
 /// Parsed configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// `WEFT_PROGRESS`.
-    pub progress: ProgressMode,
+    /// `WEFT_PROGRESS`; `None` is `auto` (decided at init from the ranks on this host and
+    /// its cores).
+    pub progress: Option<ProgressMode>,
     /// `WEFT_EAGER_LIMIT`.
     pub eager_limit: usize,
     /// `WEFT_SHM_BUDGET`.
@@ -146,9 +147,10 @@ impl Config {
             match k.as_str() {
                 "WEFT_PROGRESS" => {
                     c.progress = match v.trim() {
-                        "poll" => ProgressMode::Poll,
-                        "yield" => ProgressMode::Yield,
-                        _ => return Err(bad(&k, &v, "expected poll or yield")),
+                        "poll" => Some(ProgressMode::Poll),
+                        "yield" => Some(ProgressMode::Yield),
+                        "auto" => None,
+                        _ => return Err(bad(&k, &v, "expected poll, yield or auto")),
                     }
                 }
                 "WEFT_EAGER_LIMIT" => c.eager_limit = parse_num(&k, &v, 0usize)?,
@@ -214,8 +216,9 @@ impl Config {
     pub fn value_of(&self, key: &str) -> Option<String> {
         Some(match key {
             "WEFT_PROGRESS" => match self.progress {
-                ProgressMode::Poll => "poll".into(),
-                ProgressMode::Yield => "yield".into(),
+                None => "auto".into(),
+                Some(ProgressMode::Poll) => "poll".into(),
+                Some(ProgressMode::Yield) => "yield".into(),
             },
             "WEFT_EAGER_LIMIT" => self.eager_limit.to_string(),
             "WEFT_SHM_BUDGET" => self.shm_budget.to_string(),
@@ -245,7 +248,7 @@ impl Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            progress: ProgressMode::Poll,
+            progress: None,
             eager_limit: 16384,
             shm_budget: 4 << 20,
             shm_ring_min: 16 << 10,
@@ -287,8 +290,10 @@ mod tests {
             ("HOME", "/x"),
         ]))
         .unwrap();
-        assert_eq!(c.progress, ProgressMode::Yield);
+        assert_eq!(c.progress, Some(ProgressMode::Yield));
         assert_eq!(c.eager_limit, 1024);
+        let c = Config::from_vars(vars(&[("WEFT_PROGRESS", "auto")])).unwrap();
+        assert_eq!(c.progress, None);
     }
 
     #[test]

@@ -55,13 +55,18 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     // on core 0).
     let host_slot = std::env::var(weft_pmix::launcher::ENV_HOST_SLOT).ok().and_then(|v| v.parse().ok());
     let local_rank = host_slot.unwrap_or_else(|| local.iter().position(|&p| p == me).unwrap_or(0) as u32);
+    // `auto`: like Open MPI's yield-when-idle, spin only while every rank of the job on this
+    // host can have a core (counted before binding narrows this process's CPU set).
+    // Virtual nodes share the host: under weft-run (one host) that is the whole job.
+    let on_host = if host_slot.is_some() { size as usize } else { local.len().max(1) };
+    let progress = cfg.progress.unwrap_or_else(|| auto_progress(on_host, crate::topology::host_cpus()));
     crate::topology::bind_self(cfg.bind, local_rank)?;
     let plan = plan(cfg, &**rt.borrow())?;
     let mut engine = Engine::new(
         me,
         size,
         EngineConfig {
-            progress: cfg.progress,
+            progress,
             slow_period: Duration::from_micros(cfg.slow_period_us),
             // Each transport applies WEFT_EAGER_LIMIT itself (a socket provider raises it).
             eager_limit: usize::MAX,
@@ -124,4 +129,28 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
         }
     }));
     Ok(engine)
+}
+
+/// The progress mode `WEFT_PROGRESS=auto` picks for `ranks` ranks on a host with `cpus` usable
+/// CPUs.
+fn auto_progress(ranks: usize, cpus: usize) -> weft_engine::ProgressMode {
+    if ranks > cpus {
+        weft_engine::ProgressMode::Yield
+    } else {
+        weft_engine::ProgressMode::Poll
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::auto_progress;
+    use weft_engine::ProgressMode;
+
+    #[test]
+    fn auto_yields_only_when_oversubscribed() {
+        assert_eq!(auto_progress(2, 2), ProgressMode::Poll);
+        assert_eq!(auto_progress(1, 8), ProgressMode::Poll);
+        assert_eq!(auto_progress(3, 2), ProgressMode::Yield);
+        assert_eq!(auto_progress(4, 0), ProgressMode::Yield);
+    }
 }

@@ -271,9 +271,37 @@ pub fn bind_self(policy: Bind, local_rank: u32) -> Result<Option<String>, Error>
     Ok(Some(desc))
 }
 
+/// CPUs online on this host (not this process's affinity mask, which a launcher's binding
+/// may have narrowed to one core); at least 1.
+pub fn host_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(s.trim()))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+/// Number of CPUs in a kernel CPU list such as `0-3,8,10-11`.
+fn count_cpu_list(s: &str) -> Option<usize> {
+    s.split(',').try_fold(0usize, |n, part| {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+        Some(n + b.checked_sub(a)? + 1)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_cpu_lists_are_counted() {
+        assert_eq!(count_cpu_list("0-1"), Some(2));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list("5"), Some(1));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
 
     fn bitmap_indexes(set: &CpuSet) -> Vec<usize> {
         set.iter_set().map(usize::from).collect()

@@ -510,7 +510,10 @@ fn drive(cli: &CollCli) -> ExitCode {
     let imps: Vec<&str> = std::iter::once("weft").chain(progs.iter().map(|(p, _)| p.name())).collect();
     let table = reduce(&rows, cli, &imps);
     let ncores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let progress = std::env::var("WEFT_PROGRESS").unwrap_or_else(|_| "poll".into());
+    let progress = std::env::var("WEFT_PROGRESS").unwrap_or_else(|_| {
+        // weft's default `auto`, resolved as weft resolves it on one host.
+        format!("auto ({})", if cli.oversubscribed() { "yield" } else { "poll" })
+    });
     let footer = format!(
         "{} ranks ({}), {} cores, weft progress {progress}; {} iterations, median of {} reps{}; \
          load average {} before / {} after",
