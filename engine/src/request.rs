@@ -10,19 +10,32 @@ use crate::{CommId, Status};
 
 /// Handle to a pending operation, returned by `isend` / `irecv`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ReqId {
-    pub(crate) slot: u32,
-    pub(crate) gen: u32,
-}
+pub struct ReqId(u64);
 
+// One u64 (generation << 32 | slot), not two u32 fields: a handle returned through memory
+// (inside a `Result`) is then written and read as one 8-byte word. With two fields the
+// caller's 8-byte load of the two 4-byte stores could not be store-forwarded, a stall on
+// every send and receive a collective posts.
 impl ReqId {
+    #[inline]
+    fn new(slot: u32, gen: u32) -> ReqId {
+        ReqId(((gen as u64) << 32) | slot as u64)
+    }
+    #[inline]
+    fn slot(self) -> usize {
+        self.0 as u32 as usize
+    }
+    #[inline]
+    fn gen(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
     /// Pack into one integer (for the C ABI).
     pub fn to_raw(self) -> u64 {
-        ((self.gen as u64) << 32) | self.slot as u64
+        self.0
     }
     /// Unpack from [`ReqId::to_raw`]; validity is checked on use.
     pub fn from_raw(raw: u64) -> ReqId {
-        ReqId { slot: raw as u32, gen: (raw >> 32) as u32 }
+        ReqId(raw)
     }
 }
 
@@ -84,36 +97,36 @@ impl Requests {
         if let Some(slot) = self.free.pop() {
             let s = &mut self.slots[slot as usize];
             s.req = Some(req);
-            ReqId { slot, gen: s.gen }
+            ReqId::new(slot, s.gen)
         } else {
             self.slots.push(Slot { gen: 1, req: Some(req) });
-            ReqId { slot: (self.slots.len() - 1) as u32, gen: 1 }
+            ReqId::new((self.slots.len() - 1) as u32, 1)
         }
     }
 
     pub(crate) fn get(&self, id: ReqId) -> Option<&Req> {
-        let s = self.slots.get(id.slot as usize)?;
-        if s.gen != id.gen {
+        let s = self.slots.get(id.slot())?;
+        if s.gen != id.gen() {
             return None;
         }
         s.req.as_ref()
     }
 
     pub(crate) fn get_mut(&mut self, id: ReqId) -> Option<&mut Req> {
-        let s = self.slots.get_mut(id.slot as usize)?;
-        if s.gen != id.gen {
+        let s = self.slots.get_mut(id.slot())?;
+        if s.gen != id.gen() {
             return None;
         }
         s.req.as_mut()
     }
 
     pub(crate) fn remove(&mut self, id: ReqId) -> Option<Req> {
-        let s = self.slots.get_mut(id.slot as usize)?;
-        if s.gen != id.gen || s.req.is_none() {
+        let s = self.slots.get_mut(id.slot())?;
+        if s.gen != id.gen() || s.req.is_none() {
             return None;
         }
         s.gen = s.gen.wrapping_add(1).max(1);
-        self.free.push(id.slot);
+        self.free.push(id.slot() as u32);
         self.live -= 1;
         s.req.take()
     }
@@ -127,7 +140,7 @@ impl Requests {
     pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(ReqId, &mut Req)) {
         for (i, s) in self.slots.iter_mut().enumerate() {
             if let Some(r) = s.req.as_mut() {
-                f(ReqId { slot: i as u32, gen: s.gen }, r);
+                f(ReqId::new(i as u32, s.gen), r);
             }
         }
     }
