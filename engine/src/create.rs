@@ -31,7 +31,8 @@ impl Engine {
 
     fn recv_internal(&mut self, c: CommId, buf: &mut [u8], src: u32, tag: i32) -> Result<usize> {
         // SAFETY: blocking: `buf` outlives the call and the request is waited for here.
-        let id = unsafe { self.irecv_ctx(c, 1, buf.as_mut_ptr(), buf.len(), src as i32, tag)? };
+        let id =
+            unsafe { self.irecv_ctx(c, 1, buf.as_mut_ptr(), buf.len(), src as i32, tag, true)?.pending() };
         Ok(self.wait(id)?.count)
     }
 
@@ -47,7 +48,9 @@ impl Engine {
             let s = unsafe { self.isend_ctx(c, 1, std::ptr::null(), 0, to, TAG_BARRIER, true)? }
                 .expect("request forced");
             // SAFETY: as above.
-            let r = unsafe { self.irecv_ctx(c, 1, std::ptr::null_mut(), 0, from as i32, TAG_BARRIER)? };
+            let r = unsafe {
+                self.irecv_ctx(c, 1, std::ptr::null_mut(), 0, from as i32, TAG_BARRIER, true)?.pending()
+            };
             let res = self.wait_all(&[s, r]);
             res?;
             dist *= 2;

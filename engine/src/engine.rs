@@ -583,7 +583,7 @@ impl Engine {
     pub fn recv(&mut self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> Result<Status> {
         // SAFETY: `buf` is borrowed mutably for the whole call and the request is waited for
         // (or found complete) before returning.
-        let id = unsafe { self.irecv_ctx(c, 0, buf.as_mut_ptr(), buf.len(), src, tag)? };
+        let id = unsafe { self.irecv_ctx(c, 0, buf.as_mut_ptr(), buf.len(), src, tag, true)?.pending() };
         self.wait(id)
     }
 
@@ -594,25 +594,7 @@ impl Engine {
     /// until the request has completed.
     pub unsafe fn irecv(&mut self, c: CommId, buf: *mut u8, len: usize, src: i32, tag: i32) -> Result<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.irecv_ctx(c, 0, buf, len, src, tag) }
-    }
-
-    /// # Safety
-    /// As [`Engine::irecv`].
-    pub(crate) unsafe fn irecv_ctx(
-        &mut self,
-        c: CommId,
-        coll: u32,
-        buf: *mut u8,
-        len: usize,
-        src: i32,
-        tag: i32,
-    ) -> Result<ReqId> {
-        // SAFETY: forwarded contract.
-        match unsafe { self.irecv_ctx_opt(c, coll, buf, len, src, tag, true)? } {
-            RecvStart::Pending(id) => Ok(id),
-            RecvStart::Done(_) => unreachable!("want_req: a request is always returned"),
-        }
+        unsafe { self.irecv_ctx(c, 0, buf, len, src, tag, true).map(RecvStart::pending) }
     }
 
     /// The receive path. `coll` selects the internal context (`ctx + 1`). With `want_req`
@@ -622,7 +604,7 @@ impl Engine {
     /// # Safety
     /// As [`Engine::irecv`].
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn irecv_ctx_opt(
+    pub(crate) unsafe fn irecv_ctx(
         &mut self,
         c: CommId,
         coll: u32,

@@ -282,7 +282,7 @@ impl Engine {
         tag: i32,
     ) -> Result<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.irecv_ctx(c, 1, buf, len, src, tag) }
+        unsafe { self.irecv_ctx(c, 1, buf, len, src, tag, true).map(RecvStart::pending) }
     }
 
     /// As [`Engine::irecv_coll`], but a receive matched at once by an eager message that
@@ -300,7 +300,7 @@ impl Engine {
         tag: i32,
     ) -> Result<RecvStart> {
         // SAFETY: forwarded contract.
-        unsafe { self.irecv_ctx_opt(c, 1, buf, len, src, tag, false) }
+        unsafe { self.irecv_ctx(c, 1, buf, len, src, tag, false) }
     }
 
     /// Number of failures known so far (grows by one per newly failed process): activities

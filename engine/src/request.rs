@@ -48,6 +48,17 @@ pub enum RecvStart {
     Pending(ReqId),
 }
 
+impl RecvStart {
+    /// The request of a receive posted with a request wanted (`want_req`), which is always
+    /// `Pending`.
+    pub(crate) fn pending(self) -> ReqId {
+        match self {
+            RecvStart::Pending(id) => id,
+            RecvStart::Done(_) => unreachable!("a receive that wants a request always gets one"),
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) enum Phase {
     /// Send waiting in the per-destination queue for ring space (eager or RTS not yet sent).
