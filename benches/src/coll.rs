@@ -296,6 +296,7 @@ const DONE_MARKER: &str = "# osu_coll: measurements done, finalizing";
 /// that hangs in finalize keeps its rows).
 fn run_job(label: &str, mut cmd: Command, timeout: Duration) -> (Vec<Row>, Option<String>) {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    crate::driver::die_with_driver(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return (Vec::new(), Some(format!("cannot start {:?}: {e}", cmd.get_program()))),

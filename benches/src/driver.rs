@@ -55,6 +55,31 @@ enum Line {
     Err(String),
 }
 
+/// Make the job started by `cmd` die with this driver: SIGKILL when the thread that spawns
+/// it (the driver's main thread) exits. A driver stopped by an outer `timeout` or Ctrl-C no
+/// longer leaves its job running (weft-run then kills its ranks the same way).
+pub fn die_with_driver(cmd: &mut Command) {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let in_child = move || {
+        // SAFETY: plain syscalls with constant arguments, async-signal-safe, no allocation.
+        let ok = unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) == 0
+                && libc::getppid() == parent
+        };
+        // The driver died between fork and prctl: do not start the job.
+        if ok {
+            Ok(())
+        } else {
+            Err(std::io::Error::from_raw_os_error(libc::ESRCH))
+        }
+    };
+    // SAFETY: `in_child` runs between fork and exec and only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(in_child);
+    }
+}
+
 /// Runs `cmd` in its own process group with `timeout`; rows are the stdout lines that parse as
 /// CSV rows; other output is forwarded to our stderr prefixed with `[label]` (stderr only when
 /// `forward_stderr`; its last lines are part of the error either way).
@@ -73,6 +98,7 @@ pub fn run_job_grace(
 ) -> JobOutput {
     let prog = format!("{:?}", cmd.get_program());
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    die_with_driver(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(source) => return JobOutput { rows: Vec::new(), result: Err(JobError::Spawn { prog, source }) },

@@ -186,6 +186,7 @@ pub fn run(setup: &Setup, timeout: Duration) -> Result<f64, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    crate::driver::die_with_driver(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| format!("cannot start fi_pingpong: {e}"))?;
     let pgid = child.id();
     let (tx, rx) = mpsc::channel();

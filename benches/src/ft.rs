@@ -627,6 +627,7 @@ enum Line {
 
 fn run_job(mut cmd: Command, timeout: Duration) -> JobEnd {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    crate::driver::die_with_driver(&mut cmd);
     let mut end =
         JobEnd { rows: vec![], status: None, timed_out: false, finalize_ms: None, stderr_tail: vec![] };
     let mut child = match cmd.spawn() {
