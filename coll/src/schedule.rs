@@ -389,7 +389,17 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
         let b = self.b.borrow_mut();
         let arena = b.stage.as_mut_ptr() as *mut u8;
         let mut off = 0;
-        for (i, c) in self.s.rounds[self.round].comms.iter().enumerate() {
+        // Receives first, then sends: a receive posted before its message arrives is matched
+        // on arrival (no unexpected copy), and the sends' stores to shared memory — whose
+        // cache lines the receiving core holds — drain while this core goes on to wait,
+        // instead of stalling the receive's own bookkeeping behind them.
+        let comms = &self.s.rounds[self.round].comms;
+        let order = comms
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches!(c, CStep::Recv { .. }))
+            .chain(comms.iter().enumerate().filter(|(_, c)| matches!(c, CStep::Send { .. })));
+        for (i, c) in order {
             let (peer, reg, is_send) = match *c {
                 CStep::Send { peer, reg } => (peer, reg, true),
                 CStep::Recv { peer, reg } => (peer, reg, false),

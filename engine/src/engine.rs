@@ -636,15 +636,11 @@ impl Engine {
         let ctx = comm.ctx + coll;
         // SAFETY: the caller guarantees buf/len validity until the request completes.
         let ubuf = unsafe { UserBuf::new(buf, len) };
-        let mut req = Req {
-            comm: c,
-            peer_world: src_world,
-            peer: src,
-            tag,
-            buf: ubuf,
-            is_send: false,
-            phase: Phase::RecvPosted,
-        };
+        // Built where it is inserted, from values in registers: a `Req` built early on the
+        // stack and copied into the slot later was re-read in 16-byte pieces over smaller
+        // stores, a store-forwarding stall on every posted receive.
+        let req =
+            |phase| Req { comm: c, peer_world: src_world, peer: src, tag, buf: ubuf, is_send: false, phase };
         let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
         if let Some(u) = qs.take_unexpected(src, tag) {
             let status = user_status(u.src, u.tag, u.data.len());
@@ -656,11 +652,10 @@ impl Engine {
                     if !want_req {
                         return res.map(RecvStart::Done);
                     }
-                    req.phase = Phase::Done(res);
-                    return Ok(RecvStart::Pending(self.core.reqs.insert(req)));
+                    return Ok(RecvStart::Pending(self.core.reqs.insert(req(Phase::Done(res)))));
                 }
                 Arrived::Rts { sreq, key, len } => {
-                    let id = self.core.reqs.insert(req);
+                    let id = self.core.reqs.insert(req(Phase::RecvPosted));
                     self.core.aux = true;
                     self.core.rndv_todo.push(RndvTodo {
                         req: id,
@@ -679,7 +674,7 @@ impl Engine {
         if src_world != u32::MAX && self.core.failed.is_failed(src_world) {
             return Err(Error::ProcFailed { ranks: vec![src as u32] });
         }
-        let id = self.core.reqs.insert(req);
+        let id = self.core.reqs.insert(req(Phase::RecvPosted));
         let qs = self.core.q.ctx(ctx).expect("checked above");
         qs.posted.push_back(Posted { src, tag, req: id });
         Ok(RecvStart::Pending(id))

@@ -103,6 +103,7 @@ pub(crate) struct Requests {
 }
 
 impl Requests {
+    #[inline(always)]
     pub(crate) fn insert(&mut self, req: Req) -> ReqId {
         self.live += 1;
         if let Some(slot) = self.free.pop() {
