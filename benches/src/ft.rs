@@ -6,7 +6,7 @@
 //! | scenario | what rank 0 reports |
 //! |---|---|
 //! | `healthy` | `agree` vs `allreduce` (same 8-byte word, BAND) in the same run and their ratio, `iagree`, `shrink` of a healthy communicator, revoke propagation (seed 004's plan A / plan B: revoke time until every rank's plan-A allreduce returns `Revoked`, then the first three plan-B allreduces on a duplicate communicator) and revoke+shrink recovery vs a shrink without revoke |
-//! | `overhead` | 8 B ping-pong latency (ranks 0 and 1) and 8 B allreduce latency, first with the FT layer installed but unused, then after one `agree` (FT activity running); run again with the heartbeat detector on |
+//! | `overhead` | 8 B ping-pong latency (ranks 0 and 1) and 8 B allreduce latency in three jobs, alternated in every round: FT layer installed but unused, after one `agree` (FT activity running), heartbeat detector on |
 //! | `kill-recover` | the last rank stamps CLOCK_MONOTONIC, sends the stamp, SIGKILLs itself while the others are in an allreduce with it; survivors: error → revoke → shrink → allreduce on the shrunk communicator. Kill → error, shrink duration, kill → shrunk allreduce done |
 //! | `detect-*` | kill (or SIGSTOP for `hb`) → every survivor's failure table has the victim, per source: `shm` (in-band pidfd; launcher SIGSTOPped so its events cannot arrive), `launcher` (victim alone on virtual node 1, no traffic to it), `fabric` (victim on node 1, survivors send to it, launcher stopped), `hb` (victim SIGSTOPped, heartbeat detector), `default` (same node, all sources) |
 //!
@@ -186,7 +186,10 @@ mod worker {
         let ctx = Ctx { c, me, n, scale: cli.iters_scale, oversub: n as usize > ncores(), w };
         match scenario {
             "healthy" => healthy(&ctx)?,
-            "overhead" => overhead(&ctx, std::env::var_os("WEFT_FT_HB_PERIOD").is_some())?,
+            "overhead" => {
+                overhead(&ctx, if std::env::var_os("WEFT_FT_HB_PERIOD").is_some() { "hb" } else { "noft" })?
+            }
+            "overhead-ft" => overhead(&ctx, "ft")?,
             "kill-recover" => kill_recover(&ctx)?,
             s if s.starts_with("detect-") => detect(&ctx, &s["detect-".len()..])?,
             other => {
@@ -372,12 +375,19 @@ mod worker {
         Ok(m[0] as f64 / iters as f64 / 1e3)
     }
 
-    fn overhead(x: &Ctx, hb: bool) -> R<()> {
+    /// One side of the failure-free overhead comparison, `label` = `noft` (FT installed,
+    /// unused), `ft` (after one agree: the FT activity is running) or `hb` (heartbeat
+    /// detector on). Each side is its own job and the driver alternates them per round, so
+    /// neither is always measured later in a process's life than the other.
+    fn overhead(x: &Ctx, label: &str) -> R<()> {
         let c = &x.c;
         let (pp, ar) = (scaled(20_000, x.scale), scaled(5_000, x.scale));
         let reps = 7;
         pingpong(c, x.me, scaled(2000, x.scale))?;
         coll_lat(c, scaled(1000, x.scale))?;
+        if label == "ft" {
+            c.agree(WORD)?;
+        }
         let phase = |label: &str| -> R<()> {
             let (mut p, mut a) = (vec![], vec![]);
             for _ in 0..reps {
@@ -390,14 +400,7 @@ mod worker {
             }
             Ok(())
         };
-        if hb {
-            phase("hb")?;
-        } else {
-            phase("noft")?;
-            // From here on the FT activity runs on every progress call.
-            c.agree(WORD)?;
-            phase("ft")?;
-        }
+        phase(label)?;
         c.barrier()
     }
 
@@ -883,15 +886,21 @@ fn drive(cli: &FtCli) -> std::process::ExitCode {
         scen_ff.push("healthy");
     }
     if want("overhead") {
-        scen_ff.extend(["overhead", "overhead-hb"]);
+        scen_ff.extend(["overhead", "overhead-ft", "overhead-hb"]);
     }
     for _ in 0..cli.rounds {
         for &n in &cli.ranks {
             for &s in &scen_ff {
                 go("weft", s, n, weft_cmd(cli, &run, n, s), &mut rows);
-                if let Some((mpirun, bin)) = &peer {
-                    // Open MPI has no heartbeat knob here: its slot runs the FT-off job.
-                    let ps = if s == "overhead-hb" { "overhead-noft" } else { s };
+                // The Open MPI job for the same slot: FT off is mpirun without ULFM, FT on with
+                // it; it has no heartbeat knob here.
+                let ps = match s {
+                    "overhead" => Some("overhead-noft"),
+                    "overhead-ft" => Some("overhead"),
+                    "overhead-hb" => None,
+                    s => Some(s),
+                };
+                if let (Some((mpirun, bin)), Some(ps)) = (&peer, ps) {
                     go(OMPI, ps, n, ompi_cmd(cli, mpirun, bin, n, ps), &mut rows);
                 }
             }
