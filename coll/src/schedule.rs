@@ -253,18 +253,25 @@ fn check_header(h: &[u8], mine: &Check, peer: u32) -> Result<()> {
     Ok(())
 }
 
+/// Where a posted communication step stands.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// Waiting for this engine request.
+    Req(ReqId),
+    /// A receive matched when it was posted: complete, still to be finished (header check,
+    /// copy out of the staging slot).
+    Early(Status),
+    /// Nothing left to do (an eager send that left at once, or a step already finished).
+    Done,
+}
+
 /// A communication step in flight.
 struct Infl {
-    /// `None`: an eager send that left at once, or a receive matched at once (`early`):
-    /// nothing to wait for.
-    id: Option<ReqId>,
-    /// Status of a receive matched when it was posted (still to be finished).
-    early: Option<Status>,
+    wait: Wait,
     step: usize,
     /// Byte offset of the staging slot in the arena (staged steps).
     off: usize,
     staged: bool,
-    done: bool,
 }
 
 /// Reusable memory of a run: scratch, the staging arena (header + payload of every staged
@@ -413,8 +420,8 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
             // SAFETY (every block below): the staging slot lies in the arena, sized by `stage_len` for
             // the largest round and kept (or leaked) until the step completes; user and scratch
             // regions were bounds-checked by `region` and stay valid until the run ends.
-            let id = if is_send {
-                if staged {
+            let wait = if is_send {
+                let id = if staged {
                     unsafe {
                         let st = arena.add(slot);
                         std::ptr::copy_nonoverlapping(self.hdr.as_ptr(), st, HDR);
@@ -423,26 +430,17 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                     }
                 } else {
                     unsafe { e.isend_coll_opt(self.comm, p, reg.len, peer, self.tag)? }
-                }
+                };
+                id.map_or(Wait::Done, Wait::Req)
             } else {
                 let (dst, len) =
                     if staged { (unsafe { arena.add(slot) }, HDR + reg.len) } else { (p, reg.len) };
                 match unsafe { e.irecv_coll_opt(self.comm, dst, len, peer as i32, self.tag)? } {
-                    RecvStart::Pending(id) => Some(id),
-                    RecvStart::Done(st) => {
-                        b.infl.push(Infl {
-                            id: None,
-                            early: Some(st),
-                            step: i,
-                            off: slot,
-                            staged,
-                            done: false,
-                        });
-                        continue;
-                    }
+                    RecvStart::Pending(id) => Wait::Req(id),
+                    RecvStart::Done(st) => Wait::Early(st),
                 }
             };
-            b.infl.push(Infl { id, early: None, step: i, off: slot, staged, done: id.is_none() });
+            b.infl.push(Infl { wait, step: i, off: slot, staged });
         }
         Ok(())
     }
@@ -524,14 +522,12 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                 return self.fail_and_drain(e, x);
             }
             for k in 0..self.b.borrow().infl.len() {
-                let Infl { id, done, early, .. } = self.b.borrow().infl[k];
-                let r = match (id, early) {
-                    _ if done => continue,
-                    (_, Some(st)) => Ok(st),
-                    (Some(id), None) => e.wait(id),
-                    (None, None) => continue,
+                let r = match self.b.borrow().infl[k].wait {
+                    Wait::Done => continue,
+                    Wait::Early(st) => Ok(st),
+                    Wait::Req(id) => e.wait(id),
                 };
-                self.b.borrow_mut().infl[k].done = true;
+                self.b.borrow_mut().infl[k].wait = Wait::Done;
                 if let Err(x) = r.and_then(|st| self.finish_recv(k, st)) {
                     return self.fail_and_drain(e, x);
                 }
@@ -582,24 +578,22 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
             }
             let mut pending = false;
             for k in 0..self.b.borrow().infl.len() {
-                let Infl { id, done, early, .. } = self.b.borrow().infl[k];
-                let r = match (id, early) {
-                    _ if done => continue,
-                    (_, Some(st)) => Ok(Some(st)),
-                    (Some(id), None) => e.take_result(id),
-                    (None, None) => continue,
+                let r = match self.b.borrow().infl[k].wait {
+                    Wait::Done => continue,
+                    Wait::Early(st) => Ok(Some(st)),
+                    Wait::Req(id) => e.take_result(id),
                 };
                 match r {
                     Ok(None) => pending = true,
                     Ok(Some(st)) => {
-                        self.b.borrow_mut().infl[k].done = true;
+                        self.b.borrow_mut().infl[k].wait = Wait::Done;
                         if let Err(x) = self.finish_recv(k, st) {
                             self.fail(e, x);
                             break;
                         }
                     }
                     Err(x) => {
-                        self.b.borrow_mut().infl[k].done = true;
+                        self.b.borrow_mut().infl[k].wait = Wait::Done;
                         self.fail(e, x);
                         break;
                     }
@@ -672,9 +666,9 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
         let round = self.round.min(self.s.rounds.len().saturating_sub(1));
         let b = self.b.borrow_mut();
         let mut pending = false;
-        for f in b.infl.iter_mut().filter(|f| !f.done) {
-            let Some(id) = f.id else {
-                f.done = true;
+        for f in b.infl.iter_mut() {
+            let Wait::Req(id) = f.wait else {
+                f.wait = Wait::Done;
                 continue;
             };
             let is_send =
@@ -683,12 +677,12 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                 if let Ok(None) = e.take_result(id) {
                     self.leak = true;
                 }
-                f.done = true;
+                f.wait = Wait::Done;
                 continue;
             }
             match e.take_result(id) {
                 Ok(None) => pending = true,
-                _ => f.done = true,
+                _ => f.wait = Wait::Done,
             }
         }
         b.aborts.retain(|(id, _)| matches!(e.take_result(*id), Ok(None)));

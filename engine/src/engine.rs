@@ -31,6 +31,14 @@ const BUF_POOL_MAX: usize = 64;
 /// Largest buffer capacity kept in the arrival pool.
 const BUF_POOL_CAP: usize = 4096;
 
+/// A copy of `payload` in a buffer from `pool` (see [`Core::recycle_buf`]).
+#[inline]
+fn pooled_copy(pool: &mut Vec<Vec<u8>>, payload: &[u8]) -> Vec<u8> {
+    let mut b = pool.pop().unwrap_or_default();
+    b.extend_from_slice(payload);
+    b
+}
+
 /// How waiting callers spend idle time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgressMode {
@@ -542,7 +550,6 @@ impl Engine {
         }))
     }
 
-    /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
     /// Send now if nothing is queued ahead for `w`. True if the message is gone: sent, or
     /// the peer is dead (the failure sweep completes what waited on it).
     #[inline]
@@ -571,6 +578,7 @@ impl Engine {
         }
     }
 
+    /// Send a header-only or inline message now if possible, else queue it behind earlier ones.
     pub(crate) fn send_or_queue(&mut self, t: usize, w: u32, out: Outgoing) {
         if !self.try_send_now(t, w, &out.hdr, out.body.bytes()) {
             self.core.enqueue(w, out);
@@ -1228,8 +1236,7 @@ impl Core {
         }
     }
 
-    /// Return a dispatched control payload's buffer for reuse (a few are kept).
-    /// Return a buffer taken from `buf_pool` to the pool (bounded: at most
+    /// Return a buffer from [`pooled_copy`] to the pool (bounded: at most
     /// [`BUF_POOL_MAX`] buffers of at most [`BUF_POOL_CAP`] bytes are kept).
     #[inline]
     pub(crate) fn recycle_buf(&mut self, mut b: Vec<u8>) {
@@ -1299,8 +1306,7 @@ impl Core {
                 if self.failed.is_failed(peer) {
                     self.stats.dropped_from_failed += 1;
                 } else {
-                    let mut b = self.buf_pool.pop().unwrap_or_default();
-                    b.extend_from_slice(payload);
+                    let b = pooled_copy(&mut self.buf_pool, payload);
                     self.ctrl_inbox.push((peer, *h, b));
                     self.aux = true;
                 }
@@ -1358,11 +1364,7 @@ impl Core {
         }
         self.stats.unexpected += 1;
         let data = match rts {
-            None => {
-                let mut b = self.buf_pool.pop().unwrap_or_default();
-                b.extend_from_slice(payload);
-                Arrived::Eager(b)
-            }
+            None => Arrived::Eager(pooled_copy(&mut self.buf_pool, payload)),
             Some((sreq, key)) => Arrived::Rts { sreq, key, len: h.len },
         };
         qs.unexpected.push_back(Unexpected { src: h.src, src_world: peer, tag: h.tag, data });

@@ -450,10 +450,8 @@ impl Era {
         children.clear();
         *flood = false;
         abort_sent.clear();
-        *mode = Mode::Tree;
-        if fast {
-            *mode = Mode::Fast(Fast::new(self.tree.size(), me));
-        } else {
+        *mode = if fast { Mode::Fast(Fast::new(t.size(), me)) } else { Mode::Tree };
+        if !fast {
             self.refresh_view();
         }
     }

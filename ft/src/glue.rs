@@ -126,6 +126,13 @@ struct Ready {
     inst: Box<Inst>,
 }
 
+impl Ready {
+    /// Built for communicator `info` (context `ctx`) with the failures known now.
+    fn fits(&self, ctx: u32, info: &CommInfo, e: &Engine) -> bool {
+        self.ctx == ctx && self.id == info.id && self.failures == e.failure_count()
+    }
+}
+
 struct Inst {
     era: Era,
     local: Option<Local>,
@@ -261,28 +268,36 @@ impl Ft {
     /// # Safety
     /// `out` must stay valid for a write of a `u64` until the request completes.
     pub unsafe fn iagree(&self, e: &mut Engine, c: CommId, flag: u64, out: *mut u64) -> Result<ReqId> {
+        self.start_agree(e, c, flag, |e| {
+            let req = e.new_request(c)?;
+            Ok((Local::Agree { req, out }, req))
+        })
+    }
+
+    /// Start an agreement on `c` with contribution `flag`; `local` (called once `c` is known
+    /// valid) says where its outcome goes.
+    fn start_agree<T>(
+        &self,
+        e: &mut Engine,
+        c: CommId,
+        flag: u64,
+        local: impl FnOnce(&mut Engine) -> Result<(Local, T)>,
+    ) -> Result<T> {
         self.activate(e);
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
-        let req = e.new_request(c)?;
+        let (local, t) = local(e)?;
         let failed = e.get_failed(c)?;
         let acked = e.get_acked(c)?;
-        g.start(e, ctx, Local::Agree { req, out }, Value::new(flag, 0, &failed, &acked));
-        Ok(req)
+        g.start(e, ctx, local, Value::new(flag, 0, &failed, &acked));
+        Ok(t)
     }
 
     /// Blocking agreement: the AND of `flag` over the live members. Waits on the engine
     /// directly, without an engine request.
     pub fn agree(&self, e: &mut Engine, c: CommId, flag: u64) -> Result<u64> {
-        self.activate(e);
-        {
-            let mut g = self.st.borrow_mut();
-            let ctx = g.info(e, c)?;
-            let failed = e.get_failed(c)?;
-            let acked = e.get_acked(c)?;
-            g.blocked = None;
-            g.start(e, ctx, Local::Blocking, Value::new(flag, 0, &failed, &acked));
-        }
+        // `blocked` is empty here: the loop below takes every outcome it waits for.
+        self.start_agree(e, c, flag, |_| Ok((Local::Blocking, ())))?;
         let mut spins = 0;
         loop {
             if let Some(r) = self.st.borrow_mut().blocked.take() {
@@ -493,7 +508,7 @@ impl Glue {
         let Some(info) = comms.get_mut(&ctx) else { return false };
         let inst: &mut Inst = if create {
             insts.entry((ctx, seq)).or_insert_with(|| match ready.take() {
-                Some(r) if r.ctx == ctx && r.id == info.id && r.failures == e.failure_count() => r.inst,
+                Some(r) if r.fits(ctx, info, e) => r.inst,
                 r => {
                     *ready = r;
                     new_inst(e, info, opts.agree, spare)
@@ -551,10 +566,16 @@ impl Glue {
         let Glue { opts, comms, insts, spare, ready, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return };
         prune(info, insts, spare, ctx);
-        if ready.as_ref().is_none_or(|r| r.ctx != ctx) && !spare.is_empty() {
-            let inst = new_inst(e, info, opts.agree, spare);
-            *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
+        // (Re)build it unless it already fits: one left for another communicator, or from
+        // before a failure, goes back to the spares.
+        if ready.as_ref().is_some_and(|r| r.fits(ctx, info, e)) || spare.is_empty() {
+            return;
         }
+        if let Some(old) = ready.take() {
+            spare.push(old.inst);
+        }
+        let inst = new_inst(e, info, opts.agree, spare);
+        *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
     }
 
     fn on_message(&mut self, e: &mut Engine, peer: u32, cls: u8, p: &[u8]) {
