@@ -73,7 +73,6 @@ mod ring;
 mod scan;
 mod scatter;
 
-use std::borrow::Cow;
 use std::rc::Rc;
 
 use weft_engine::{CommId, Engine, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
@@ -83,7 +82,7 @@ pub use op::{Op, UserFnPtr};
 pub use schedule::Schedule;
 pub use select::{Alg, Overrides};
 
-use schedule::{Check, Run, RunArgs, RunBufs};
+use schedule::{Args, Check, OwnedArgs, Run, RunBufs};
 
 /// A collective operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -261,6 +260,25 @@ pub struct Spec<'a> {
     pub rdispls: &'a [usize],
 }
 
+impl Args for Spec<'_> {
+    #[inline(always)]
+    fn send(&self) -> (*const u8, usize) {
+        (self.send, self.send_len)
+    }
+    #[inline(always)]
+    fn recv(&self) -> (*mut u8, usize) {
+        (self.recv, self.recv_len)
+    }
+    #[inline(always)]
+    fn dt(&self) -> DType {
+        self.dtype
+    }
+    #[inline(always)]
+    fn op(&self) -> Option<&Op> {
+        self.op.as_ref()
+    }
+}
+
 impl Spec<'_> {
     /// A spec with no buffers, counts or operation.
     pub fn new(kind: Kind, dtype: DType) -> Spec<'static> {
@@ -314,18 +332,39 @@ impl Ctx<'_> {
 
 /// Cache key of a schedule within one communicator. The algorithm is not part of it: it is a
 /// function of these fields and of the overrides, and changing an override empties the cache.
+///
+/// It holds everything [`Coll::validate`] depends on besides the buffers (the type and the
+/// operation's code included), so a hit needs only the buffer checks against [`Entry::need`].
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Key {
     kind: Kind,
     count: usize,
     root: u32,
-    es: usize,
+    dt: DType,
+    /// [`Op::code`] (0: none).
+    op: u8,
     commute: bool,
+}
+
+impl Key {
+    #[inline(always)]
+    fn of(spec: &Spec) -> Key {
+        Key {
+            kind: spec.kind,
+            count: spec.count,
+            root: spec.root,
+            dt: spec.dtype,
+            op: spec.op.as_ref().map_or(0, |o| o.code()),
+            commute: spec.op.as_ref().is_none_or(|o| o.commutative()),
+        }
+    }
 }
 
 /// A cached schedule with the buffers blocking calls reuse.
 struct Entry {
     key: Key,
+    /// Bytes this rank's send and receive buffers must hold ([`Coll::needs`]).
+    need: (usize, usize),
     sched: Rc<Schedule>,
     stage_len: usize,
     bufs: RunBufs,
@@ -566,45 +605,85 @@ impl Coll {
         Ok(())
     }
 
+    /// The hot path of a call: a live communicator, a cached schedule for this call shape
+    /// (not a v-type collective), and buffers that meet the entry's needs. The key holds
+    /// every argument [`Coll::validate`] looks at but the buffers, so nothing else needs
+    /// checking. `None` sends the call through [`Coll::plan_full`], which validates, builds
+    /// and reports errors. Returns small values only: a large `Result` returned through
+    /// memory cost a store-forwarding stall per call.
+    #[inline(always)]
+    fn hit(&mut self, e: &Engine, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
+        if spec.kind.is_v() || !e.comm_live(c) {
+            return None;
+        }
+        let slot = c.to_raw() as u32 as usize;
+        let pc = self.comms.get_mut(slot).filter(|p| p.id == Some(c))?;
+        // The last hit, then the (short) list of this communicator.
+        let i = if pc.cache.get(pc.last).is_some_and(|x| x.key == *key) {
+            pc.last
+        } else {
+            pc.last = pc.cache.iter().position(|x| x.key == *key)?;
+            pc.last
+        };
+        let (s, r) = pc.cache[i].need;
+        let ok = !(s > 0 && spec.send.is_null())
+            && spec.send_len >= s
+            && !(r > 0 && spec.recv.is_null())
+            && spec.recv_len >= r;
+        ok.then_some((slot, i))
+    }
+
+    /// Advance the sequence number of the communicator in `slot`; the tag of this run.
+    #[inline(always)]
+    fn next_tag(&mut self, slot: usize) -> i32 {
+        let pc = &mut self.comms[slot];
+        let seq = pc.seq;
+        pc.seq = pc.seq.wrapping_add(1);
+        FIRST_COLL_TAG + (seq % (MAX_TAG - FIRST_COLL_TAG) as u32) as i32
+    }
+
+    /// The checking header of a call.
+    #[inline(always)]
+    fn check_of(spec: &Spec, key: &Key) -> Check {
+        Check {
+            kind: spec.kind as u8,
+            esize: spec.dtype.size().min(255) as u8,
+            op: key.op,
+            root: if spec.kind.rooted() { spec.root } else { u32::MAX },
+            count: if spec.kind.is_v() { u64::MAX } else { spec.count as u64 },
+        }
+    }
+
     /// Validate a call, advance the communicator's sequence number and find (or build) the
     /// schedule. Returns the plan, the tag of this run and its checking header.
-    ///
-    /// Inlined into the callers, with the cache miss out of line: returned through memory,
-    /// the large result cost a store-forwarding stall per call on the hit path.
-    #[inline(always)]
     fn plan(&mut self, e: &Engine, c: CommId, spec: &Spec) -> Result<(Plan, i32, Check)> {
+        let key = Key::of(spec);
+        let plan = match self.hit(e, c, spec, &key) {
+            Some((slot, i)) => Plan::Cached(slot, i),
+            None => self.plan_full(e, c, spec, key)?,
+        };
+        let tag = self.next_tag(c.to_raw() as u32 as usize);
+        Ok((plan, tag, Self::check_of(spec, &key)))
+    }
+
+    /// [`Coll::plan`] without a hit: the full validation, then the cached schedule or a new
+    /// one. Leaves the communicator's state in place (so [`Coll::next_tag`] finds it).
+    #[inline(never)]
+    fn plan_full(&mut self, e: &Engine, c: CommId, spec: &Spec, key: Key) -> Result<Plan> {
         let (rank, n) = (e.comm_rank(c)?, e.comm_size(c)?);
         Self::validate(spec, rank, n)?;
         let slot = c.to_raw() as u32 as usize;
         let pc = self.per_comm(c);
-        let seq = pc.seq;
-        pc.seq = pc.seq.wrapping_add(1);
-        let tag = FIRST_COLL_TAG + (seq % (MAX_TAG - FIRST_COLL_TAG) as u32) as i32;
-        let es = spec.dtype.size();
-        let check = Check {
-            kind: spec.kind as u8,
-            esize: es.min(255) as u8,
-            op: spec.op.as_ref().map_or(0, |o| o.code()),
-            root: if spec.kind.rooted() { spec.root } else { u32::MAX },
-            count: if spec.kind.is_v() { u64::MAX } else { spec.count as u64 },
-        };
         if !spec.kind.is_v() && spec.count == 0 && spec.kind != Kind::Barrier {
-            return Ok((Plan::Empty, tag, check));
+            return Ok(Plan::Empty);
         }
-        let commute = spec.op.as_ref().is_none_or(|o| o.commutative());
-        let key = Key { kind: spec.kind, count: spec.count, root: spec.root, es, commute };
         if !spec.kind.is_v() {
-            // Fast path: the last hit, then the (short) list of this communicator.
-            let pc = &mut self.comms[slot];
-            if pc.cache.get(pc.last).is_some_and(|x| x.key == key) {
-                return Ok((Plan::Cached(slot, pc.last), tag, check));
-            }
             if let Some(i) = pc.cache.iter().position(|x| x.key == key) {
                 pc.last = i;
-                return Ok((Plan::Cached(slot, i), tag, check));
+                return Ok(Plan::Cached(slot, i));
             }
         }
-        self.plan_miss(e, c, spec, rank, n, slot, key).map(|p| (p, tag, check))
+        self.plan_miss(e, c, spec, rank, n, slot, key)
     }
 
     /// [`Coll::plan`] without a cached schedule: build it (and cache it unless it is a v-type
@@ -622,7 +701,7 @@ impl Coll {
         slot: usize,
         key: Key,
     ) -> Result<Plan> {
-        let (es, commute) = (key.es, key.commute);
+        let (es, commute) = (spec.dtype.size(), key.commute);
         let nodes = self.nodes(e, c)?;
         let alg = self.pick(c, spec, n, &nodes);
         let ctx = Ctx {
@@ -642,6 +721,7 @@ impl Coll {
         if spec.kind.is_v() {
             return Ok(Plan::Owned(sched));
         }
+        let need = Self::needs(spec, rank, n)?;
         if self.cached >= CACHE_MAX {
             for pc in &mut self.comms {
                 pc.cache.clear();
@@ -650,24 +730,10 @@ impl Coll {
         }
         let stage_len = schedule::stage_len(&sched, self.stage_max);
         let pc = &mut self.comms[slot];
-        pc.cache.push(Entry { key, sched: Rc::new(sched), stage_len, bufs: RunBufs::default() });
+        pc.cache.push(Entry { key, need, sched: Rc::new(sched), stage_len, bufs: RunBufs::default() });
         pc.last = pc.cache.len() - 1;
         self.cached += 1;
         Ok(Plan::Cached(slot, pc.last))
-    }
-
-    #[inline(always)]
-    fn args<'a>(spec: &'a Spec, check: Check) -> RunArgs<'a> {
-        let (send, send_len, recv, recv_len) = (spec.send, spec.send_len, spec.recv, spec.recv_len);
-        RunArgs {
-            send,
-            send_len,
-            recv,
-            recv_len,
-            dt: spec.dtype,
-            op: spec.op.as_ref().map(Cow::Borrowed),
-            check,
-        }
     }
 
     /// Start a collective on `c`; returns a generic request completed when it is done (wait
@@ -694,16 +760,15 @@ impl Coll {
                 (Rc::new(s), l)
             }
         };
-        let args = RunArgs {
+        let args = OwnedArgs {
             send: spec.send,
             send_len: spec.send_len,
             recv: spec.recv,
             recv_len: spec.recv_len,
             dt: spec.dtype,
-            op: spec.op.clone().map(Cow::Owned),
-            check,
+            op: spec.op.clone(),
         };
-        let run = Run::new(sched, c, tag, args, RunBufs::default(), stage_len, self.stage_max);
+        let run = Run::new(sched, c, tag, args, check, RunBufs::default(), stage_len, self.stage_max);
         schedule::launch(e, run, req);
         Ok(req)
     }
@@ -714,19 +779,35 @@ impl Coll {
     /// # Safety
     /// As [`Coll::start`] (the buffers need only live for the call).
     pub unsafe fn run(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<()> {
+        let key = Key::of(spec);
+        if let Some((slot, i)) = self.hit(e, c, spec, &key) {
+            let tag = self.next_tag(slot);
+            let check = Self::check_of(spec, &key);
+            let stage_max = self.stage_max;
+            let x = &mut self.comms[slot].cache[i];
+            return Run::new(&*x.sched, c, tag, spec, check, &mut x.bufs, x.stage_len, stage_max).block(e);
+        }
+        // SAFETY: as this function's.
+        unsafe { self.run_full(e, c, spec) }
+    }
+
+    /// [`Coll::run`] without a hit.
+    ///
+    /// # Safety
+    /// As [`Coll::run`].
+    #[inline(never)]
+    unsafe fn run_full(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<()> {
         let (plan, tag, check) = self.plan(e, c, spec)?;
         let stage_max = self.stage_max;
         match plan {
             Plan::Empty => Ok(()),
             Plan::Cached(slot, i) => {
                 let x = &mut self.comms[slot].cache[i];
-                let mut run =
-                    Run::new(&*x.sched, c, tag, Self::args(spec, check), &mut x.bufs, x.stage_len, stage_max);
-                run.block(e)
+                Run::new(&*x.sched, c, tag, spec, check, &mut x.bufs, x.stage_len, stage_max).block(e)
             }
             Plan::Owned(s) => {
                 let l = schedule::stage_len(&s, stage_max);
-                Run::new(&s, c, tag, Self::args(spec, check), RunBufs::default(), l, stage_max).block(e)
+                Run::new(&s, c, tag, spec, check, RunBufs::default(), l, stage_max).block(e)
             }
         }
     }

@@ -22,7 +22,7 @@
 //! peer it still owed a message, so errors (including `ProcFailed`) propagate along the
 //! schedule instead of leaving downstream ranks waiting.
 
-use std::borrow::{BorrowMut, Cow};
+use std::borrow::BorrowMut;
 use std::ops::Deref;
 use std::rc::Rc;
 
@@ -176,8 +176,18 @@ impl Sb {
     }
 
     /// The schedule.
+    ///
+    /// Within a round the receives are put before the sends (each kind keeps its order, so
+    /// messages between two ranks stay in program order): the executor posts them in this
+    /// order. A receive posted before its message arrives is matched on arrival (no
+    /// unexpected copy), and the sends' stores to shared memory — whose cache lines the
+    /// receiving core holds — drain while this core goes on to wait, instead of stalling
+    /// the receive's own bookkeeping behind them.
     pub fn finish(mut self) -> Schedule {
         self.rounds.retain(|r| !r.comms.is_empty() || !r.locals.is_empty());
+        for r in &mut self.rounds {
+            r.comms.sort_by_key(|c| matches!(c, CStep::Send { .. }));
+        }
         Schedule { rounds: self.rounds, tmp_len: self.tmp_len }
     }
 }
@@ -204,23 +214,55 @@ pub struct Check {
 }
 
 impl Check {
+    /// The header as two little-endian words (bytes 0..8: kind, element size, op, flags,
+    /// root; bytes 8..16: count). Kept and compared as words: written byte by byte and read
+    /// back 16 at a time, it cost a store-forwarding stall per message.
+    fn words(&self, flags: u8) -> [u64; 2] {
+        let lo = self.kind as u64
+            | (self.esize as u64) << 8
+            | (self.op as u64) << 16
+            | (flags as u64) << 24
+            | (self.root as u64) << 32;
+        [lo, self.count]
+    }
+
     fn encode(&self, flags: u8) -> [u8; HDR] {
+        let [lo, hi] = self.words(flags);
         let mut h = [0u8; HDR];
-        h[0] = self.kind;
-        h[1] = self.esize;
-        h[2] = self.op;
-        h[3] = flags;
-        h[4..8].copy_from_slice(&self.root.to_le_bytes());
-        h[8..16].copy_from_slice(&self.count.to_le_bytes());
+        h[..8].copy_from_slice(&lo.to_le_bytes());
+        h[8..].copy_from_slice(&hi.to_le_bytes());
         h
     }
+}
+
+/// Write header `w` at `p`.
+///
+/// # Safety
+/// `p` must be valid for writes of [`HDR`] bytes.
+#[inline(always)]
+unsafe fn put_header(p: *mut u8, w: [u64; 2]) {
+    // SAFETY: the caller guarantees HDR writable bytes; unaligned writes need no alignment.
+    unsafe {
+        (p as *mut u64).write_unaligned(w[0].to_le());
+        (p.add(8) as *mut u64).write_unaligned(w[1].to_le());
+    }
+}
+
+/// Whether the header at `h` is exactly `w` (the common case: no further decoding).
+#[inline(always)]
+fn header_is(h: &[u8], w: [u64; 2]) -> bool {
+    h.len() >= HDR
+        && u64::from_le_bytes(h[..8].try_into().expect("8")) == w[0]
+        && u64::from_le_bytes(h[8..16].try_into().expect("8")) == w[1]
 }
 
 fn mismatch(what: String) -> Error {
     Error::InvalidArg(format!("collective argument mismatch: {what}"))
 }
 
-/// Decode a header received from `peer` and compare it with ours.
+/// Decode a header received from `peer` that is not exactly ours: the error it means.
+#[cold]
+#[inline(never)]
 fn check_header(h: &[u8], mine: &Check, peer: u32) -> Result<()> {
     let flags = h[3];
     let a = u32::from_le_bytes(h[4..8].try_into().expect("4"));
@@ -325,33 +367,85 @@ pub(crate) fn stage_len(s: &Schedule, stage_max: usize) -> usize {
         .unwrap_or(0)
 }
 
-/// Buffers and arguments of one run.
-pub(crate) struct RunArgs<'a> {
+/// The caller's buffers and reduction, as a run reads them. A blocking call reads its
+/// [`crate::Spec`] in place (no copy of the caller's fields, whose fresh stores a wider
+/// copy could not forward from); a non-blocking run owns an [`OwnedArgs`].
+pub(crate) trait Args {
+    fn send(&self) -> (*const u8, usize);
+    fn recv(&self) -> (*mut u8, usize);
+    fn dt(&self) -> DType;
+    fn op(&self) -> Option<&Op>;
+}
+
+impl<T: Args + ?Sized> Args for &T {
+    #[inline(always)]
+    fn send(&self) -> (*const u8, usize) {
+        (**self).send()
+    }
+    #[inline(always)]
+    fn recv(&self) -> (*mut u8, usize) {
+        (**self).recv()
+    }
+    #[inline(always)]
+    fn dt(&self) -> DType {
+        (**self).dt()
+    }
+    #[inline(always)]
+    fn op(&self) -> Option<&Op> {
+        (**self).op()
+    }
+}
+
+/// The arguments a non-blocking run keeps.
+pub(crate) struct OwnedArgs {
     pub send: *const u8,
     pub send_len: usize,
     pub recv: *mut u8,
     pub recv_len: usize,
     pub dt: DType,
-    pub op: Option<Cow<'a, Op>>,
-    pub check: Check,
+    pub op: Option<Op>,
+}
+
+impl Args for OwnedArgs {
+    fn send(&self) -> (*const u8, usize) {
+        (self.send, self.send_len)
+    }
+    fn recv(&self) -> (*mut u8, usize) {
+        (self.recv, self.recv_len)
+    }
+    fn dt(&self) -> DType {
+        self.dt
+    }
+    fn op(&self) -> Option<&Op> {
+        self.op.as_ref()
+    }
 }
 
 /// Address of region `r`, bounds-checked against the buffer it names.
-fn region(a: &RunArgs, tmp: &mut [u64], r: Reg) -> Result<*mut u8> {
+#[inline(always)]
+fn region(a: &impl Args, tmp: &mut [u64], r: Reg) -> Result<*mut u8> {
     let (base, cap) = match r.buf {
-        Buf::Send => (a.send as *mut u8, a.send_len),
-        Buf::Recv => (a.recv, a.recv_len),
+        Buf::Send => {
+            let (p, l) = a.send();
+            (p as *mut u8, l)
+        }
+        Buf::Recv => a.recv(),
         Buf::Tmp => (tmp.as_mut_ptr() as *mut u8, tmp.len() * 8),
     };
     if r.off + r.len > cap || (base.is_null() && r.len > 0) {
-        return Err(Error::InvalidArg(format!(
-            "collective buffer too short: needs {} bytes of the {:?} buffer, has {cap}",
-            r.off + r.len,
-            r.buf
-        )));
+        return Err(short_region(r, cap));
     }
     // SAFETY: in bounds of a buffer the caller guaranteed valid for this run.
     Ok(unsafe { base.add(r.off) })
+}
+
+#[cold]
+fn short_region(r: Reg, cap: usize) -> Error {
+    Error::InvalidArg(format!(
+        "collective buffer too short: needs {} bytes of the {:?} buffer, has {cap}",
+        r.off + r.len,
+        r.buf
+    ))
 }
 
 /// The executor of one schedule. Blocking calls run it directly in the caller
@@ -359,13 +453,14 @@ fn region(a: &RunArgs, tmp: &mut [u64], r: Reg) -> Result<*mut u8> {
 /// non-blocking calls hand it to the engine as an [`Activity`] that completes a generic
 /// request. `S` is how the schedule is held (`&Schedule` from the cache, or `Rc`), `B` the
 /// buffers (borrowed from the cache, or owned).
-pub(crate) struct Run<'a, S, B> {
+pub(crate) struct Run<S, B, A> {
     s: S,
     comm: CommId,
     tag: i32,
-    a: RunArgs<'a>,
-    /// The header of every staged data message.
-    hdr: [u8; HDR],
+    a: A,
+    check: Check,
+    /// The header of every staged data message, as words.
+    hdr: [u64; 2],
     b: B,
     stage_max: usize,
     round: usize,
@@ -376,37 +471,30 @@ pub(crate) struct Run<'a, S, B> {
     leak: bool,
 }
 
-impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
+impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         s: S,
         comm: CommId,
         tag: i32,
-        a: RunArgs<'a>,
+        a: A,
+        check: Check,
         mut b: B,
         stage_len: usize,
         stage_max: usize,
     ) -> Self {
         b.borrow_mut().fit(s.tmp_len, stage_len);
-        let hdr = a.check.encode(0);
-        Run { s, comm, tag, a, hdr, b, stage_max, round: 0, posted: false, err: None, leak: false }
+        let hdr = check.words(0);
+        Run { s, comm, tag, a, check, hdr, b, stage_max, round: 0, posted: false, err: None, leak: false }
     }
 
     fn post(&mut self, e: &mut Engine) -> Result<()> {
         let b = self.b.borrow_mut();
         let arena = b.stage.as_mut_ptr() as *mut u8;
         let mut off = 0;
-        // Receives first, then sends: a receive posted before its message arrives is matched
-        // on arrival (no unexpected copy), and the sends' stores to shared memory — whose
-        // cache lines the receiving core holds — drain while this core goes on to wait,
-        // instead of stalling the receive's own bookkeeping behind them.
-        let comms = &self.s.rounds[self.round].comms;
-        let order = comms
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| matches!(c, CStep::Recv { .. }))
-            .chain(comms.iter().enumerate().filter(|(_, c)| matches!(c, CStep::Send { .. })));
-        for (i, c) in order {
+        // In the schedule's order: receives first, then sends (see `Sb::finish`).
+        for (i, c) in self.s.rounds[self.round].comms.iter().enumerate() {
             let (peer, reg, is_send) = match *c {
                 CStep::Send { peer, reg } => (peer, reg, true),
                 CStep::Recv { peer, reg } => (peer, reg, false),
@@ -424,7 +512,7 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                 let id = if staged {
                     unsafe {
                         let st = arena.add(slot);
-                        std::ptr::copy_nonoverlapping(self.hdr.as_ptr(), st, HDR);
+                        put_header(st, self.hdr);
                         std::ptr::copy_nonoverlapping(p, st.add(HDR), reg.len);
                         e.isend_coll_opt(self.comm, st, HDR + reg.len, peer, self.tag)?
                     }
@@ -456,8 +544,8 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
             let stage = unsafe {
                 std::slice::from_raw_parts((b.stage.as_ptr() as *const u8).add(f.off), HDR + reg.len)
             };
-            if st.count >= HDR {
-                check_header(&stage[..HDR], &self.a.check, peer)?;
+            if st.count >= HDR && !header_is(stage, self.hdr) {
+                check_header(&stage[..HDR], &self.check, peer)?;
             }
             if st.count != HDR + reg.len {
                 return Err(mismatch(format!(
@@ -476,7 +564,7 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                 let p = region(&self.a, &mut b.tmp, reg)?;
                 // SAFETY: reg.len > stage_max ≥ HDR bytes were written by the receive.
                 unsafe { std::ptr::copy_nonoverlapping(p, h.as_mut_ptr(), HDR) };
-                check_header(&h, &self.a.check, peer)?;
+                check_header(&h, &self.check, peer)?;
             }
             return Err(mismatch(format!(
                 "rank {peer} sent {} bytes where {} were expected (count mismatch)",
@@ -503,8 +591,8 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
                     let (a, b) = unsafe {
                         (std::slice::from_raw_parts(ps, src.len), std::slice::from_raw_parts_mut(pd, dst.len))
                     };
-                    if let Some(op) = &self.a.op {
-                        op.apply(self.a.dt, a, b, src_left);
+                    if let Some(op) = self.a.op() {
+                        op.apply(self.a.dt(), a, b, src_left);
                     }
                 }
             }
@@ -647,7 +735,7 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
             _ => (FLAG_ABORT_OTHER, 0),
         };
         for p in peers {
-            let mut c = self.a.check;
+            let mut c = self.check;
             c.root = a;
             let buf = c.encode(flags).to_vec();
             // SAFETY: `buf` is kept in `aborts` until the send completes.
@@ -701,7 +789,7 @@ impl<'a, S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>> Run<'a, S, B> {
 /// A non-blocking run: the schedule shared with the cache, its own buffers, and the generic
 /// request it completes.
 pub(crate) struct NbRun {
-    run: Run<'static, Rc<Schedule>, RunBufs>,
+    run: Run<Rc<Schedule>, RunBufs, OwnedArgs>,
     req: ReqId,
 }
 
@@ -729,7 +817,7 @@ impl Activity for NbRun {
 
 /// Start a non-blocking run: advance it once now (so the first messages leave at once), and
 /// hand it to the engine if it is not finished.
-pub(crate) fn launch(e: &mut Engine, run: Run<'static, Rc<Schedule>, RunBufs>, req: ReqId) {
+pub(crate) fn launch(e: &mut Engine, run: Run<Rc<Schedule>, RunBufs, OwnedArgs>, req: ReqId) {
     let mut nb = NbRun { run, req };
     if !nb.advance_once(e) {
         e.spawn(Box::new(nb));

@@ -302,6 +302,12 @@ impl Engine {
         self.core.me
     }
 
+    /// Whether `c` names a live communicator.
+    #[inline]
+    pub fn comm_live(&self, c: CommId) -> bool {
+        self.core.comms.get(c).is_ok()
+    }
+
     /// Rank of this process in `c`.
     pub fn comm_rank(&self, c: CommId) -> Result<u32> {
         Ok(self.core.comms.get(c)?.rank)
