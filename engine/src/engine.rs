@@ -348,7 +348,7 @@ impl Engine {
             if qs.posted.is_empty() && qs.unexpected.is_empty() {
                 continue;
             }
-            let posted: Vec<_> = qs.posted.iter().map(|p| (p.src, p.tag)).collect();
+            let posted: Vec<_> = qs.posted.iter().map(|p| (p.src(), p.tag())).collect();
             let unexp: Vec<_> = qs
                 .unexpected
                 .iter()
@@ -690,7 +690,7 @@ impl Engine {
         }
         let id = self.core.reqs.insert(req(Phase::RecvPosted));
         let qs = self.core.q.ctx(ctx).expect("checked above");
-        qs.posted.push_back(Posted { src, tag, req: id });
+        qs.posted.push_back(Posted::new(src, tag, id));
         Ok(RecvStart::Pending(id))
     }
 

@@ -43,12 +43,33 @@ pub(crate) struct Unexpected {
     pub(crate) data: Arrived,
 }
 
-/// A posted receive: what it accepts and its request.
+/// A posted receive: what it accepts (source and tag packed in one word) and its request.
+///
+/// Two words, so it is passed to `VecDeque::push_back` (out of line) in two registers. As
+/// three fields it went through the stack and was re-read 16 bytes at a time over narrower
+/// stores: a store-forwarding stall, which waits for this core's earlier stores — when a
+/// collective has just sent, its stores to the peer's ring lines — to reach the cache.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Posted {
-    pub(crate) src: i32,
-    pub(crate) tag: i32,
+    want: u64,
     pub(crate) req: ReqId,
+}
+
+impl Posted {
+    #[inline(always)]
+    pub(crate) fn new(src: i32, tag: i32, req: ReqId) -> Posted {
+        Posted { want: (src as u32 as u64) | (tag as u32 as u64) << 32, req }
+    }
+    /// The source it accepts (a rank or `ANY_SOURCE`).
+    #[inline(always)]
+    pub(crate) fn src(&self) -> i32 {
+        self.want as u32 as i32
+    }
+    /// The tag it accepts (a tag or `ANY_TAG`).
+    #[inline(always)]
+    pub(crate) fn tag(&self) -> i32 {
+        (self.want >> 32) as u32 as i32
+    }
 }
 
 #[derive(Default, Debug)]
@@ -95,7 +116,7 @@ impl CtxQueues {
     /// Remove and return the first posted receive that accepts `(src, tag)`.
     #[inline]
     pub(crate) fn take_posted(&mut self, src: u32, tag: i32) -> Option<ReqId> {
-        let i = self.posted.iter().position(|p| accepts(p.src, p.tag, src, tag))?;
+        let i = self.posted.iter().position(|p| accepts(p.src(), p.tag(), src, tag))?;
         self.posted.remove(i).map(|p| p.req)
     }
 
