@@ -162,6 +162,45 @@ fn mismatched_arguments_give_typed_errors() {
     });
 }
 
+/// A call shape already cached (its schedule and buffer needs known) still rejects bad
+/// buffers, a wrong type/operation pair and a freed communicator, and stays usable after.
+#[test]
+fn cached_call_shape_still_validates() {
+    common::run(3, &[], |_r, e, c, _| {
+        let w = e.world();
+        let d = e.comm_dup(w).unwrap();
+        let (x, mut y) = ([1i64; 4], [0i64; 4]);
+        let mut s = Spec::new(Kind::Allreduce, DType::I64);
+        s.count = 4;
+        s.op = Some(Op::Sum);
+        s.send = x.as_ptr() as *const u8;
+        s.send_len = 32;
+        s.recv = y.as_mut_ptr() as *mut u8;
+        s.recv_len = 32;
+        for _ in 0..2 {
+            unsafe { c.run(e, d, &s) }.unwrap();
+            assert_eq!(y, [3i64; 4]);
+        }
+        // Same shape, bad buffers: a short receive buffer, a null send buffer.
+        let mut t = Spec { recv_len: 24, ..s.clone() };
+        let r = unsafe { c.run(e, d, &t) };
+        assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("receive buffer of 24 bytes")), "{r:?}");
+        t = Spec { send: std::ptr::null(), ..s.clone() };
+        let r = unsafe { c.run(e, d, &t) };
+        assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("null send")), "{r:?}");
+        // Same shape and element size, an operation the type does not take.
+        t = Spec { dtype: DType::F64, op: Some(Op::Band), ..s.clone() };
+        assert!(matches!(unsafe { c.run(e, d, &t) }, Err(Error::InvalidArg(_))));
+        // The rejected calls used no sequence number: the next good one still matches.
+        y = [0; 4];
+        unsafe { c.run(e, d, &s) }.unwrap();
+        assert_eq!(y, [3i64; 4]);
+        e.barrier(w).unwrap();
+        e.comm_free(d).unwrap();
+        assert!(matches!(unsafe { c.run(e, d, &s) }, Err(Error::InvalidComm)));
+    });
+}
+
 #[test]
 fn failed_rank_gives_proc_failed_without_hang() {
     let only = std::env::var("ALG").ok();
