@@ -172,7 +172,22 @@ pub(crate) struct Core {
     /// recomputed once that work has run: a progress call of failure-free point-to-point
     /// traffic reads this one word after the poll.
     pub(crate) aux: bool,
+    /// The request a blocking [`Engine::wait`] is waiting for (`None` otherwise): a message
+    /// that completes it ends the transports' poll at once ([`Core::on_message`]), unless
+    /// messages are streaming in.
+    awaited: Option<ReqId>,
+    /// The last receive posted found its message already arrived (unexpected): messages are
+    /// coming in faster than they are received, so a poll that completes the awaited request
+    /// goes on reading — the next messages are likely there, and taking them in one batch
+    /// saves their receives a request each.
+    streaming: bool,
+    /// Awaited completions since the last one that went on reading anyway (to notice that
+    /// messages started streaming; see [`PROBE_EVERY`]).
+    probe: u8,
 }
+
+/// While not streaming, one awaited completion in this many still lets the poll read on.
+const PROBE_EVERY: u8 = 64;
 
 /// The progress engine of one process.
 pub struct Engine {
@@ -237,6 +252,9 @@ impl Engine {
                 confirmed: vec![false; nprocs as usize],
                 acks_to_send: Vec::new(),
                 aux: false,
+                awaited: None,
+                streaming: false,
+                probe: 0,
             },
             cfg,
             ext: Default::default(),
@@ -656,7 +674,9 @@ impl Engine {
         let req =
             |phase| Req { comm: c, peer_world: src_world, peer: src, tag, buf: ubuf, is_send: false, phase };
         let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
-        if let Some(u) = qs.take_unexpected(src, tag) {
+        let found = qs.take_unexpected(src, tag);
+        self.core.streaming = found.is_some();
+        if let Some(u) = found {
             let status = user_status(u.src, u.tag, u.data.len());
             match u.data {
                 Arrived::Eager(data) => {
@@ -747,11 +767,7 @@ impl Engine {
 
     /// Make progress on every transport once; returns how many events happened.
     pub fn progress(&mut self) -> usize {
-        let mut n = 0;
-        let core = &mut self.core;
-        for t in self.transports.iter_mut() {
-            n += t.poll(64, &mut |peer, h, p| core.on_message(peer, h, p));
-        }
+        let mut n = self.poll_transports();
         if self.core.aux {
             n += self.aux_work();
         }
@@ -760,6 +776,18 @@ impl Engine {
         self.idle = self.idle.wrapping_add(1);
         if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
             self.slow_path();
+        }
+        n
+    }
+
+    /// Poll every transport once (the first part of [`Engine::progress`]); returns how many
+    /// messages were delivered.
+    #[inline]
+    pub(crate) fn poll_transports(&mut self) -> usize {
+        let mut n = 0;
+        let core = &mut self.core;
+        for t in self.transports.iter_mut() {
+            n += t.poll_until(64, &mut |peer, h, p| core.on_message(peer, h, p));
         }
         n
     }
@@ -837,7 +865,9 @@ impl Engine {
                 let core = &mut self.core;
                 let mut n = 0;
                 for t in self.transports.iter_mut() {
-                    n += t.poll(usize::MAX, &mut |peer, h, p| core.on_message(peer, h, p));
+                    n += t.poll(usize::MAX, &mut |peer, h, p| {
+                        core.on_message(peer, h, p);
+                    });
                 }
                 if n == 0 {
                     break;
@@ -1108,14 +1138,23 @@ impl Engine {
     }
 
     /// Wait for `id` to complete.
+    ///
+    /// While it waits, the message that completes `id` ends the poll it arrives in: the
+    /// transports do not look further (for a shared-memory ring, reading the next record's
+    /// line would cost a transfer from the sender's core between the completion and this
+    /// caller). Other waits (`wait_all`, `wait_any`, tests) keep draining in batches.
     pub fn wait(&mut self, id: ReqId) -> Result<Status> {
         let mut spins = 0;
-        loop {
-            if let Some(st) = self.take_if_done(id)? {
-                return Ok(st);
+        let r = loop {
+            match self.take_if_done(id) {
+                Ok(None) => {}
+                r => break r,
             }
+            self.core.awaited = Some(id);
             self.idle_wait(&mut spins);
-        }
+        };
+        self.core.awaited = None;
+        r.map(|st| st.expect("Some: the loop breaks on completion or error"))
     }
 
     /// Wait for every request; returns all statuses, or the first error after all completed.
@@ -1278,26 +1317,35 @@ impl Core {
     }
 
     /// Handle one message off the wire. Never panics on malformed input: it is counted and
-    /// dropped.
+    /// dropped. Returns `true` when the poll should stop after this message, so that whoever
+    /// waits for it sees it at once: it completed (or advanced) the request a blocking
+    /// [`Engine::wait`] waits for. (Control traffic does not stop it: an upper layer's
+    /// message, a revoke say, then still reaches it only after everything that arrived with
+    /// it, as before.)
     #[inline]
-    pub(crate) fn on_message(&mut self, peer: u32, h: &Header, payload: &[u8]) {
+    pub(crate) fn on_message(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {
         match h.class {
             class::EAGER => {
                 if payload.len() as u64 != h.len {
-                    return self.malformed(peer, "eager length mismatch");
+                    self.malformed(peer, "eager length mismatch");
+                    return false;
                 }
                 self.arrive(peer, h, None, payload)
             }
             class::RTS => {
                 if payload.len() != RTS_BODY {
-                    return self.malformed(peer, "RTS body size");
+                    self.malformed(peer, "RTS body size");
+                    return false;
                 }
                 let sreq = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
                 let mut key = [0u8; std::mem::size_of::<RKey>()];
                 key.copy_from_slice(&payload[8..]);
                 self.arrive(peer, h, Some((sreq, key)), &[])
             }
-            class::FIN => self.on_fin(peer, h),
+            class::FIN => {
+                self.on_fin(peer, h);
+                self.awaited == Some(ReqId::from_raw(h.len))
+            }
             class::BYE => {
                 self.failed.depart(peer);
                 self.confirmed[peer as usize] = true;
@@ -1306,41 +1354,55 @@ impl Core {
                     self.acks_to_send.push(peer);
                     self.aux = true;
                 }
+                false
             }
-            class::BYE_ACK => self.confirmed[peer as usize] = true,
+            class::BYE_ACK => {
+                self.confirmed[peer as usize] = true;
+                false
+            }
             c if c >= class::FIRST_FREE => {
                 if self.failed.is_failed(peer) {
                     self.stats.dropped_from_failed += 1;
-                } else {
-                    let b = pooled_copy(&mut self.buf_pool, payload);
-                    self.ctrl_inbox.push((peer, *h, b));
-                    self.aux = true;
+                    return false;
                 }
+                let b = pooled_copy(&mut self.buf_pool, payload);
+                self.ctrl_inbox.push((peer, *h, b));
+                self.aux = true;
+                false
             }
-            _ => self.malformed(peer, "unknown message class"),
+            _ => {
+                self.malformed(peer, "unknown message class");
+                false
+            }
         }
     }
 
     #[inline]
-    fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) {
+    /// Match an arrived message (eager data or a rendezvous offer); `true` if it matched the
+    /// posted receive [`Core::awaited`] names.
+    fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) -> bool {
         // A process declared failed is failed for good (fail-stop): whatever it sends after
         // the declaration — a frozen process that resumes — is dropped. What it sent before
         // was drained before the declaration (see `slow_path`).
         if self.failed.is_failed(peer) {
             self.stats.dropped_from_failed += 1;
-            return;
+            return false;
         }
         let Some(qs) = self.q.ctx(h.ctx) else {
-            return self.malformed(peer, "context id out of range");
+            self.malformed(peer, "context id out of range");
+            return false;
         };
         if qs.retired {
-            return;
+            return false;
         }
         if let Some(cid) = qs.comm {
             // Known communicator: the claimed source must be the peer that sent it.
             match self.comms.get(cid) {
                 Ok(c) if c.world_of.get(h.src as usize) == Some(&peer) => {}
-                _ => return self.malformed(peer, "source rank does not match sender"),
+                _ => {
+                    self.malformed(peer, "source rank does not match sender");
+                    return false;
+                }
             }
         }
         let status = user_status(h.src, h.tag, h.len as usize);
@@ -1348,7 +1410,7 @@ impl Core {
             match rts {
                 None => {
                     let Some(r) = self.reqs.get_mut(id) else {
-                        return;
+                        return false;
                     };
                     r.buf.fill(payload);
                     r.phase = Phase::Done(Core::recv_result(status, r.buf.len()));
@@ -1366,7 +1428,7 @@ impl Core {
                     });
                 }
             }
-            return;
+            return self.awaited == Some(id) && self.stop_at_awaited();
         }
         self.stats.unexpected += 1;
         let data = match rts {
@@ -1374,6 +1436,22 @@ impl Core {
             Some((sreq, key)) => Arrived::Rts { sreq, key, len: h.len },
         };
         qs.unexpected.push_back(Unexpected { src: h.src, src_world: peer, tag: h.tag, data });
+        false
+    }
+
+    /// Whether the poll stops after the message that completed the awaited request: not
+    /// while messages stream in, nor on one completion in [`PROBE_EVERY`].
+    #[inline]
+    fn stop_at_awaited(&mut self) -> bool {
+        if self.streaming {
+            return false;
+        }
+        self.probe += 1;
+        if self.probe < PROBE_EVERY {
+            return true;
+        }
+        self.probe = 0;
+        false
     }
 
     fn on_fin(&mut self, peer: u32, h: &Header) {

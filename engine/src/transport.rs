@@ -114,6 +114,17 @@ pub trait Transport {
     /// during the call.
     fn poll(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8])) -> usize;
 
+    /// As [`Transport::poll`], but stop after a message for which `sink` returns `true`,
+    /// without looking at the next one (the engine's progress loop: a message that completed
+    /// or advanced an operation, which its caller may be waiting for). A shared-memory ring
+    /// that reads ahead pays a cache-line transfer from the sender's core between that
+    /// completion and the caller. The default delivers as `poll` does and ignores the answer.
+    fn poll_until(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8]) -> bool) -> usize {
+        self.poll(budget, &mut |r, h, p| {
+            sink(r, h, p);
+        })
+    }
+
     /// Expose `len` bytes at `addr` to `peer` for a later [`Transport::get`]; describe them
     /// in the returned key.
     fn expose(&mut self, peer: u32, addr: *const u8, len: usize) -> Result<RKey, TransportError>;

@@ -449,6 +449,13 @@ impl Transport for ShmTransport {
 
     #[inline]
     fn poll(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8])) -> usize {
+        self.poll_until(budget, &mut |r, h, p| {
+            sink(r, h, p);
+            false
+        })
+    }
+
+    fn poll_until(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8]) -> bool) -> usize {
         let n = self.inq.len();
         if n == 0 || budget == 0 {
             return 0;
@@ -459,7 +466,11 @@ impl Transport for ShmTransport {
             let r = &mut self.inq[i];
             if !r.broken {
                 let rank = r.rank;
-                let (k, res) = r.cons.drain(budget - done, |h, p| sink(rank, h, p));
+                let mut stop = false;
+                let (k, res) = r.cons.drain_until(budget - done, |h, p| {
+                    stop = sink(rank, h, p);
+                    stop
+                });
                 if k > 0 {
                     done += k;
                     self.next_ring = if i + 1 == n { 0 } else { i + 1 };
@@ -468,7 +479,7 @@ impl Transport for ShmTransport {
                     r.broken = true;
                     self.mark_failed(i);
                 }
-                if done >= budget {
+                if done >= budget || stop {
                     break;
                 }
             }
