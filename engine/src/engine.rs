@@ -181,6 +181,9 @@ pub(crate) struct Core {
     /// goes on reading — the next messages are likely there, and taking them in one batch
     /// saves their receives a request each.
     streaming: bool,
+    /// A blocking upper-layer call ([`Engine::idle_wait_ctrl`]) waits for control traffic:
+    /// a control message ends the poll, as the awaited request's completion does.
+    awaiting_ctrl: bool,
     /// Awaited completions since the last one that went on reading anyway (to notice that
     /// messages started streaming; see [`PROBE_EVERY`]).
     probe: u8,
@@ -254,6 +257,7 @@ impl Engine {
                 aux: false,
                 awaited: None,
                 streaming: false,
+                awaiting_ctrl: false,
                 probe: 0,
             },
             cfg,
@@ -965,6 +969,15 @@ impl Engine {
         }
     }
 
+    /// As [`Engine::idle_wait`], for a blocking upper-layer call that waits for control
+    /// messages (an agreement): a control message ends the poll it arrives in, and is
+    /// dispatched at once, without a look at the next message (see [`Engine::wait`]).
+    pub fn idle_wait_ctrl(&mut self, spins: &mut u32) {
+        self.core.awaiting_ctrl = true;
+        self.idle_wait(spins);
+        self.core.awaiting_ctrl = false;
+    }
+
     // ------------------------------------------------------------------------- failures
 
     /// Record that world rank `w` failed and complete, with `ProcFailed`, every operation that
@@ -1319,9 +1332,10 @@ impl Core {
     /// Handle one message off the wire. Never panics on malformed input: it is counted and
     /// dropped. Returns `true` when the poll should stop after this message, so that whoever
     /// waits for it sees it at once: it completed (or advanced) the request a blocking
-    /// [`Engine::wait`] waits for. (Control traffic does not stop it: an upper layer's
-    /// message, a revoke say, then still reaches it only after everything that arrived with
-    /// it, as before.)
+    /// [`Engine::wait`] waits for, or it is control traffic while an upper layer's blocking
+    /// call waits for such ([`Engine::idle_wait_ctrl`]). (Otherwise control traffic does not
+    /// stop it: a revoke, say, then reaches the upper layer only after the data that arrived
+    /// with it, which pending receives may be waiting for.)
     #[inline]
     pub(crate) fn on_message(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {
         match h.class {
@@ -1368,7 +1382,7 @@ impl Core {
                 let b = pooled_copy(&mut self.buf_pool, payload);
                 self.ctrl_inbox.push((peer, *h, b));
                 self.aux = true;
-                false
+                self.awaiting_ctrl
             }
             _ => {
                 self.malformed(peer, "unknown message class");

@@ -303,7 +303,7 @@ impl Ft {
             if let Some(r) = self.st.borrow_mut().blocked.take() {
                 return r;
             }
-            e.idle_wait(&mut spins);
+            e.idle_wait_ctrl(&mut spins);
         }
     }
 
