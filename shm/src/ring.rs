@@ -54,6 +54,13 @@
 //! valid prefix means the record's bytes are visible. After delivering a batch it publishes
 //! `tail.store(new_tail, Release)`.
 //!
+//! Cache lines, which decide the latency between cores: a small record and its end marker
+//! take two lines, the record's (which the consumer is polling) and the next. After each
+//! record the producer prefetches for write the line its *next* end marker will go to, so
+//! that store does not wait for a transfer. A consumer whose caller waits for one message
+//! stops after it ([`Consumer::drain_until`]) instead of reading the end marker's line, which
+//! the producer holds.
+//!
 //! No operation stronger than Acquire/Release, no read-modify-write, no lock, no syscall.
 //!
 //! # Robustness
