@@ -655,10 +655,17 @@ impl Coll {
     }
 
     /// Validate a call, advance the communicator's sequence number and find (or build) the
-    /// schedule. Returns the plan, the tag of this run and its checking header.
-    fn plan(&mut self, e: &Engine, c: CommId, spec: &Spec) -> Result<(Plan, i32, Check)> {
-        let key = Key::of(spec);
-        let plan = match self.hit(e, c, spec, &key) {
+    /// schedule, given the outcome of [`Coll::hit`] for `key`. Returns the plan, the tag of
+    /// this run and its checking header.
+    fn plan(
+        &mut self,
+        e: &Engine,
+        c: CommId,
+        spec: &Spec,
+        key: Key,
+        hit: Option<(usize, usize)>,
+    ) -> Result<(Plan, i32, Check)> {
+        let plan = match hit {
             Some((slot, i)) => Plan::Cached(slot, i),
             None => self.plan_full(e, c, spec, key)?,
         };
@@ -744,7 +751,9 @@ impl Coll {
     /// reads and writes of `spec.recv_len` bytes (and not be used otherwise) until the request
     /// has completed.
     pub unsafe fn start(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<ReqId> {
-        let (plan, tag, check) = self.plan(e, c, spec)?;
+        let key = Key::of(spec);
+        let hit = self.hit(e, c, spec, &key);
+        let (plan, tag, check) = self.plan(e, c, spec, key, hit)?;
         let req = e.new_request(c)?;
         let (sched, stage_len) = match plan {
             Plan::Empty => {
@@ -788,7 +797,7 @@ impl Coll {
             return Run::new(&*x.sched, c, tag, spec, check, &mut x.bufs, x.stage_len, stage_max).block(e);
         }
         // SAFETY: as this function's.
-        unsafe { self.run_full(e, c, spec) }
+        unsafe { self.run_full(e, c, spec, key) }
     }
 
     /// [`Coll::run`] without a hit.
@@ -796,8 +805,8 @@ impl Coll {
     /// # Safety
     /// As [`Coll::run`].
     #[inline(never)]
-    unsafe fn run_full(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<()> {
-        let (plan, tag, check) = self.plan(e, c, spec)?;
+    unsafe fn run_full(&mut self, e: &mut Engine, c: CommId, spec: &Spec, key: Key) -> Result<()> {
+        let (plan, tag, check) = self.plan(e, c, spec, key, None)?;
         let stage_max = self.stage_max;
         match plan {
             Plan::Empty => Ok(()),

@@ -472,7 +472,7 @@ pub(crate) struct Run<S, B, A> {
     tag: i32,
     a: A,
     check: Check,
-    /// The header of every staged data message, as words; read only through [`Run::hdr`].
+    /// The header of every staged data message, as words; read only through [`load_hdr`].
     hdr: [u64; 2],
     b: B,
     stage_max: usize,

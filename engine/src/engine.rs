@@ -771,7 +771,11 @@ impl Engine {
 
     /// Make progress on every transport once; returns how many events happened.
     pub fn progress(&mut self) -> usize {
-        let mut n = self.poll_transports();
+        let mut n = 0;
+        let core = &mut self.core;
+        for t in self.transports.iter_mut() {
+            n += t.poll_until(64, &mut |peer, h, p| core.on_message(peer, h, p));
+        }
         if self.core.aux {
             n += self.aux_work();
         }
@@ -780,18 +784,6 @@ impl Engine {
         self.idle = self.idle.wrapping_add(1);
         if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
             self.slow_path();
-        }
-        n
-    }
-
-    /// Poll every transport once (the first part of [`Engine::progress`]); returns how many
-    /// messages were delivered.
-    #[inline]
-    pub(crate) fn poll_transports(&mut self) -> usize {
-        let mut n = 0;
-        let core = &mut self.core;
-        for t in self.transports.iter_mut() {
-            n += t.poll_until(64, &mut |peer, h, p| core.on_message(peer, h, p));
         }
         n
     }
@@ -1161,13 +1153,14 @@ impl Engine {
         let r = loop {
             match self.take_if_done(id) {
                 Ok(None) => {}
-                r => break r,
+                Ok(Some(st)) => break Ok(st),
+                Err(x) => break Err(x),
             }
             self.core.awaited = Some(id);
             self.idle_wait(&mut spins);
         };
         self.core.awaited = None;
-        r.map(|st| st.expect("Some: the loop breaks on completion or error"))
+        r
     }
 
     /// Wait for every request; returns all statuses, or the first error after all completed.
@@ -1391,9 +1384,9 @@ impl Core {
         }
     }
 
-    #[inline]
     /// Match an arrived message (eager data or a rendezvous offer); `true` if it matched the
-    /// posted receive [`Core::awaited`] names.
+    /// posted receive [`Core::awaited`] names (and the poll should stop there).
+    #[inline]
     fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) -> bool {
         // A process declared failed is failed for good (fail-stop): whatever it sends after
         // the declaration — a frozen process that resumes — is dropped. What it sent before
