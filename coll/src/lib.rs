@@ -52,6 +52,7 @@
 
 pub mod dtype;
 pub mod hier;
+pub mod needs;
 pub mod op;
 pub mod schedule;
 pub mod select;
@@ -197,14 +198,16 @@ impl Kind {
         Kind::ALL.get(c as usize).copied()
     }
 
-    fn rooted(self) -> bool {
+    /// True for the collectives that take a root.
+    pub fn rooted(self) -> bool {
         matches!(
             self,
             Kind::Bcast | Kind::Reduce | Kind::Gather | Kind::Gatherv | Kind::Scatter | Kind::Scatterv
         )
     }
 
-    fn reduces(self) -> bool {
+    /// True for the collectives that take a reduction operation.
+    pub fn reduces(self) -> bool {
         matches!(
             self,
             Kind::Reduce
@@ -363,7 +366,7 @@ impl Key {
 /// A cached schedule with the buffers blocking calls reuse.
 struct Entry {
     key: Key,
-    /// Bytes this rank's send and receive buffers must hold ([`Coll::needs`]).
+    /// Bytes this rank's send and receive buffers must hold ([`needs::needs`]).
     need: (usize, usize),
     sched: Rc<Schedule>,
     stage_len: usize,
@@ -404,10 +407,6 @@ pub struct Coll {
     comms: Vec<PerComm>,
     cached: usize,
     stage_max: usize,
-}
-
-fn max_end(counts: &[usize], displs: &[usize]) -> usize {
-    counts.iter().zip(displs).map(|(c, d)| c + d).max().unwrap_or(0)
 }
 
 impl Coll {
@@ -496,79 +495,6 @@ impl Coll {
         select::choose(spec.kind, over, &s)
     }
 
-    /// Bytes this rank's send and receive buffers must hold.
-    fn needs(spec: &Spec, rank: u32, n: u32) -> Result<(usize, usize)> {
-        let (k, es, c, n_) = (spec.kind, spec.dtype.size(), spec.count, n as usize);
-        let root = rank == spec.root;
-        let want = |v: &[usize], what: &str| -> Result<()> {
-            if v.len() < n_ {
-                Err(Error::InvalidArg(format!(
-                    "{}: {what} has {} entries, the communicator {n}",
-                    k.name(),
-                    v.len()
-                )))
-            } else {
-                Ok(())
-            }
-        };
-        let (s, r) = match k {
-            Kind::Barrier => (0, 0),
-            Kind::Bcast => (0, c),
-            Kind::Reduce => (c, if root { c } else { 0 }),
-            Kind::Allreduce | Kind::Scan | Kind::Exscan => (c, c),
-            Kind::Gather => (c, if root { n_ * c } else { 0 }),
-            Kind::Gatherv => {
-                if root {
-                    want(spec.rcounts, "recvcounts")?;
-                    want(spec.rdispls, "displs")?;
-                    if spec.rcounts[rank as usize] != c {
-                        return Err(Error::InvalidArg(format!(
-                            "gatherv: root's recvcounts[{rank}] = {} but its send count is {c}",
-                            spec.rcounts[rank as usize]
-                        )));
-                    }
-                }
-                (c, if root { max_end(spec.rcounts, spec.rdispls) } else { 0 })
-            }
-            Kind::Scatter => (if root { n_ * c } else { 0 }, c),
-            Kind::Scatterv => {
-                if root {
-                    want(spec.scounts, "sendcounts")?;
-                    want(spec.sdispls, "displs")?;
-                }
-                (if root { max_end(spec.scounts, spec.sdispls) } else { 0 }, c)
-            }
-            Kind::Allgather => (c, n_ * c),
-            Kind::Allgatherv => {
-                want(spec.rcounts, "recvcounts")?;
-                want(spec.rdispls, "displs")?;
-                if spec.rcounts[rank as usize] != c {
-                    return Err(Error::InvalidArg(format!(
-                        "allgatherv: recvcounts[{rank}] = {} but the send count is {c}",
-                        spec.rcounts[rank as usize]
-                    )));
-                }
-                (c, max_end(spec.rcounts, spec.rdispls))
-            }
-            Kind::Alltoall => (n_ * c, n_ * c),
-            Kind::Alltoallv => {
-                for (v, w) in [(spec.scounts, "sendcounts"), (spec.sdispls, "sdispls")] {
-                    want(v, w)?;
-                }
-                for (v, w) in [(spec.rcounts, "recvcounts"), (spec.rdispls, "rdispls")] {
-                    want(v, w)?;
-                }
-                (max_end(spec.scounts, spec.sdispls), max_end(spec.rcounts, spec.rdispls))
-            }
-            Kind::ReduceScatterBlock => (n_ * c, c),
-            Kind::ReduceScatter => {
-                want(spec.rcounts, "recvcounts")?;
-                (spec.rcounts[..n_].iter().sum(), spec.rcounts[rank as usize])
-            }
-        };
-        Ok((s * es, r * es))
-    }
-
     fn validate(spec: &Spec, rank: u32, n: u32) -> Result<()> {
         if spec.kind.rooted() && spec.root >= n {
             return Err(Error::InvalidRank { rank: spec.root as i64, size: n });
@@ -584,7 +510,7 @@ impl Coll {
                 Some(op) => op.check(spec.dtype)?,
             }
         }
-        let (s, r) = Self::needs(spec, rank, n)?;
+        let (s, r) = needs::needs(spec, rank, n)?;
         for (ptr_null, len, need, what) in [
             (spec.send.is_null(), spec.send_len, s, "send"),
             (spec.recv.is_null(), spec.recv_len, r, "receive"),
@@ -728,7 +654,7 @@ impl Coll {
         if spec.kind.is_v() {
             return Ok(Plan::Owned(sched));
         }
-        let need = Self::needs(spec, rank, n)?;
+        let need = needs::needs(spec, rank, n)?;
         if self.cached >= CACHE_MAX {
             for pc in &mut self.comms {
                 pc.cache.clear();
