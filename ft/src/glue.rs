@@ -162,7 +162,7 @@ struct Glue {
     stats: FtStats,
     /// Outcome of the blocking agreement in progress (there is at most one: it blocks the
     /// only thread that uses this engine).
-    blocked: Option<Result<u64>>,
+    blocked: Option<std::result::Result<u64, (u64, Vec<u32>)>>,
     /// Encoding buffer, reused for every message sent.
     buf: Vec<u8>,
 }
@@ -293,14 +293,21 @@ impl Ft {
         Ok(t)
     }
 
-    /// Blocking agreement: the AND of `flag` over the live members. Waits on the engine
-    /// directly, without an engine request.
-    pub fn agree(&self, e: &mut Engine, c: CommId, flag: u64) -> Result<u64> {
+    /// Blocking agreement: `*flag` is this member's contribution on entry and the AND over
+    /// the live members on return, also when the agreement completes with `ProcFailed`
+    /// (failures not acknowledged by every member). Waits on the engine directly, without an
+    /// engine request.
+    pub fn agree(&self, e: &mut Engine, c: CommId, flag: &mut u64) -> Result<()> {
         // `blocked` is empty here: the loop below takes every outcome it waits for.
-        self.start_agree(e, c, flag, |_| Ok((Local::Blocking, ())))?;
+        self.start_agree(e, c, *flag, |_| Ok((Local::Blocking, ())))?;
         let mut spins = 0;
         loop {
             if let Some(r) = self.st.borrow_mut().blocked.take() {
+                let (v, r) = match r {
+                    Ok(v) => (v, Ok(())),
+                    Err((v, ranks)) => (v, Err(Error::ProcFailed { ranks })),
+                };
+                *flag = v;
                 return r;
             }
             e.idle_wait_ctrl(&mut spins);
@@ -755,13 +762,21 @@ fn complete(
     e: &mut Engine,
     info: &CommInfo,
     pool: &mut CtxPool,
-    blocked: &mut Option<Result<u64>>,
+    blocked: &mut Option<std::result::Result<u64, (u64, Vec<u32>)>>,
     v: Value,
     local: Local,
 ) {
     let me = info.rank;
+    // The agreed failed set is failure knowledge: a member that had not detected one of these
+    // failures yet learns it now, so that acknowledging after an agreement (or a uniform
+    // collective) that reported them covers them, as it does at the members that detected them.
+    for &r in &v.failed {
+        if let Some(&w) = info.world_of.get(r as usize) {
+            e.notify_failed(w);
+        }
+    }
     match local {
-        Local::Blocking => *blocked = Some(v.outcome().map_err(|(_, ranks)| Error::ProcFailed { ranks })),
+        Local::Blocking => *blocked = Some(v.outcome()),
         Local::Agree { req, out } => {
             let res = match v.outcome() {
                 Ok(f) => {
