@@ -46,7 +46,7 @@ fn one(w: &Comm, kind: Kind, k: usize, root: u32) -> R<()> {
     let nu = n as usize;
     let tag = || format!("{} count {k} root {root} rank {me}/{n}", kind.name());
     match kind {
-        Kind::Barrier => w.coll_barrier()?,
+        Kind::Barrier => w.barrier()?,
         Kind::Bcast => {
             let mut b: Vec<i64> = (0..k).map(|i| if me == root { v(root, i) } else { -1 }).collect();
             w.bcast(&mut b, root)?;
@@ -357,7 +357,7 @@ fn lat(w: &Comm) -> R<()> {
                     }
                     match bench {
                         "allreduce" => w.allreduce(&s[..size / 4], &mut r[..size / 4], Op::Sum)?,
-                        "barrier" => w.coll_barrier()?,
+                        "barrier" => w.barrier()?,
                         _ => w.bcast(&mut b[..size], 0)?,
                     }
                 }
@@ -387,7 +387,7 @@ fn icount(w: &Comm) -> R<()> {
     for _ in 0..iters {
         match bench.as_str() {
             "allreduce" => w.allreduce(&s, &mut r, Op::Sum)?,
-            "barrier" => w.coll_barrier()?,
+            "barrier" => w.barrier()?,
             "bcast" => w.bcast(&mut b, 0)?,
             _ if w.rank() == 0 => {
                 w.send(&b, peer, 1)?;

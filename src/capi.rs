@@ -1,6 +1,8 @@
 //! The C ABI (`include/weft.h`, generated from this module by cbindgen).
 //!
-//! Mechanical wrappers over the engine: every function is `extern "C"`, returns an
+//! Thin wrappers over the operations core (`ops/`), which the Rust API calls too, so both
+//! behave alike: every function here converts pointers, handles and errors only. Every
+//! function is `extern "C"`, returns an
 //! [`weft_error`] code as `int`, runs inside `catch_unwind` (a panic becomes
 //! `WEFT_ERR_INTERNAL`), and records the detailed message of a failure for
 //! [`weft_last_error`]. The instance lives in a thread-local: weft is driven by the thread that
@@ -25,8 +27,9 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use weft_engine::{CommId, Engine, ReqId, Status};
+use weft_engine::{CommId, ReqId, Status};
 
+use crate::ops::Core;
 use crate::{EngineError, Error, Weft};
 
 mod coll;
@@ -186,7 +189,7 @@ type R<T> = Result<T, Fail>;
 /// the user-defined reduction operations.
 struct State {
     weft: Weft,
-    done: HashMap<u64, Result<Status, EngineError>>,
+    done: Done,
     ops: coll::Ops,
 }
 
@@ -230,14 +233,12 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> R<T>) -> R<T> {
     })
 }
 
-/// Run `f` with the engine and the table of reported-later completions.
-fn with_engine<T>(
-    f: impl FnOnce(&mut Engine, &mut HashMap<u64, Result<Status, EngineError>>) -> R<T>,
-) -> R<T> {
-    with_state(|s| {
-        let done = &mut s.done;
-        s.weft.with_engine(|e| f(e, done))
-    })
+/// The table of completions `weft_testall` took but has not reported.
+type Done = HashMap<u64, Result<Status, EngineError>>;
+
+/// Run `f` with the operations core and the table of reported-later completions.
+fn with_core<T>(f: impl FnOnce(&Core, &mut Done) -> R<T>) -> R<T> {
+    with_state(|s| f(s.weft.core(), &mut s.done))
 }
 
 /// Write `v` through a non-NULL output pointer.
@@ -332,28 +333,14 @@ fn comm(c: weft_comm) -> CommId {
     CommId::from_raw(c)
 }
 
-/// A destination rank: negative ranks are invalid (`ANY_SOURCE` is not a destination).
-fn dest(e: &Engine, c: weft_comm, dst: c_int) -> R<u32> {
-    if dst < 0 {
-        let size = e.comm_size(comm(c))?;
-        return Err(EngineError::InvalidRank { rank: dst.into(), size }.into());
-    }
-    Ok(dst as u32)
-}
-
 /// Complete request `id` if it is done (`wait`: block until it is). `None` while pending
 /// (including `ProcFailedPending`, which is returned as `Some(Err)` but leaves it pending).
-fn finish(
-    e: &mut Engine,
-    done: &mut HashMap<u64, Result<Status, EngineError>>,
-    id: weft_request,
-    wait: bool,
-) -> Option<Result<Status, EngineError>> {
+fn finish(core: &Core, done: &mut Done, id: weft_request, wait: bool) -> Option<Result<Status, EngineError>> {
     if let Some(r) = done.remove(&id) {
         return Some(r);
     }
     let rid = ReqId::from_raw(id);
-    let r = if wait { e.wait(rid).map(Some) } else { e.test(rid) };
+    let r = if wait { core.wait(rid).map(Some) } else { core.test(rid) };
     r.transpose()
 }
 
@@ -442,7 +429,7 @@ pub unsafe extern "C" fn weft_abort(code: c_int, msg: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn weft_comm_world(out: *mut weft_comm) -> c_int {
     // SAFETY: the caller's contract.
-    guard(|| with_engine(|e, _| unsafe { put(out, e.world().to_raw(), "out") }))
+    guard(|| with_core(|core, _| unsafe { put(out, core.world().to_raw(), "out") }))
 }
 
 /// `*rank` = this process's rank in `c`.
@@ -452,7 +439,7 @@ pub unsafe extern "C" fn weft_comm_world(out: *mut weft_comm) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn weft_comm_rank(c: weft_comm, rank: *mut c_int) -> c_int {
     // SAFETY: the caller's contract.
-    guard(|| with_engine(|e, _| unsafe { put(rank, e.comm_rank(comm(c))? as c_int, "rank") }))
+    guard(|| with_core(|core, _| unsafe { put(rank, core.comm_rank(comm(c))? as c_int, "rank") }))
 }
 
 /// `*size` = number of ranks of `c`.
@@ -462,7 +449,7 @@ pub unsafe extern "C" fn weft_comm_rank(c: weft_comm, rank: *mut c_int) -> c_int
 #[no_mangle]
 pub unsafe extern "C" fn weft_comm_size(c: weft_comm, size: *mut c_int) -> c_int {
     // SAFETY: the caller's contract.
-    guard(|| with_engine(|e, _| unsafe { put(size, e.comm_size(comm(c))? as c_int, "size") }))
+    guard(|| with_core(|core, _| unsafe { put(size, core.comm_size(comm(c))? as c_int, "size") }))
 }
 
 /// Duplicate `c` (collective over `c`).
@@ -475,7 +462,7 @@ pub unsafe extern "C" fn weft_comm_dup(c: weft_comm, out: *mut weft_comm) -> c_i
         if out.is_null() {
             return Err(Fail::null("out"));
         }
-        let id = with_engine(|e, _| Ok(e.comm_dup(comm(c))?))?;
+        let id = with_core(|core, _| Ok(core.comm_dup(comm(c))?))?;
         // SAFETY: the caller's contract.
         unsafe { put(out, id.to_raw(), "out") }
     })
@@ -497,7 +484,7 @@ pub unsafe extern "C" fn weft_comm_split(
         if out.is_null() {
             return Err(Fail::null("out"));
         }
-        let id = with_engine(|e, _| Ok(e.comm_split(comm(c), color, key)?))?;
+        let id = with_core(|core, _| Ok(core.comm_split(comm(c), color, key)?))?;
         // SAFETY: the caller's contract.
         unsafe { put(out, id.map_or(WEFT_COMM_NULL, CommId::to_raw), "out") }
     })
@@ -516,7 +503,7 @@ pub unsafe extern "C" fn weft_comm_free(c: *mut weft_comm) -> c_int {
         }
         // SAFETY: non-NULL and valid per the caller's contract.
         let id = unsafe { *c };
-        with_state(|s| Ok(s.weft.comm_from_id(comm(id)).free()?))?;
+        with_core(|core, _| Ok(core.comm_free(comm(id))?))?;
         // SAFETY: as above.
         unsafe { put(c, WEFT_COMM_NULL, "comm") }
     })
@@ -540,7 +527,7 @@ pub unsafe extern "C" fn weft_comm_get_failed(
         }
         // SAFETY: the caller's contract.
         let out = unsafe { array(ranks, cap, "ranks")? };
-        let failed = with_engine(|e, _| Ok(e.get_failed(comm(c))?))?;
+        let failed = with_core(|core, _| Ok(core.get_failed(comm(c))?))?;
         for (o, &r) in out.iter_mut().zip(&failed) {
             *o = r as c_int;
         }
@@ -560,7 +547,7 @@ pub unsafe extern "C" fn weft_comm_ack_failed(c: weft_comm, n: *mut usize) -> c_
         if n.is_null() {
             return Err(Fail::null("n"));
         }
-        let k = with_engine(|e, _| Ok(e.ack_failed(comm(c))?))?;
+        let k = with_core(|core, _| Ok(core.ack_failed(comm(c))?))?;
         // SAFETY: the caller's contract.
         unsafe { put(n, k, "n") }
     })
@@ -569,15 +556,7 @@ pub unsafe extern "C" fn weft_comm_ack_failed(c: weft_comm, n: *mut usize) -> c_
 /// Block until every member of `c` has entered the barrier.
 #[no_mangle]
 pub extern "C" fn weft_barrier(c: weft_comm) -> c_int {
-    guard(|| {
-        with_state(|s| {
-            let ft = s.weft.inner.ft.clone(); // FT hook: uniform mode (src/capi/ft.rs)
-            s.weft.with_engine(|e| {
-                let r = e.barrier(comm(c));
-                Ok(ft::uniform_after(e, &ft, comm(c), r)?)
-            })
-        })
-    })
+    guard(|| with_core(|core, _| Ok(core.barrier(comm(c))?)))
 }
 
 // ---------------------------------------------------------------------------- point to point
@@ -597,7 +576,7 @@ pub unsafe extern "C" fn weft_send(
     guard(|| {
         // SAFETY: the caller's contract.
         let buf = unsafe { bytes(buf, len, "buf")? };
-        with_engine(|e, _| Ok(e.send(comm(c), buf, dest(e, c, dst)?, tag)?))
+        with_core(|core, _| Ok(core.send(comm(c), buf, core.dest(comm(c), dst)?, tag)?))
     })
 }
 
@@ -619,7 +598,7 @@ pub unsafe extern "C" fn weft_recv(
     guard(|| {
         // SAFETY: the caller's contract.
         let buf = unsafe { bytes_mut(buf, len, "buf")? };
-        let r = with_engine(|e, _| Ok(e.recv(comm(c), buf, src, tag)))?;
+        let r = with_core(|core, _| Ok(core.recv(comm(c), buf, src, tag)))?;
         // SAFETY: the caller's contract.
         unsafe { put_status(st, status_of(&r)) };
         r.map(|_| ()).map_err(Fail::from)
@@ -644,10 +623,10 @@ pub unsafe extern "C" fn weft_isend(
         if req.is_null() {
             return Err(Fail::null("req"));
         }
-        with_engine(|e, _| {
-            let dst = dest(e, c, dst)?;
+        with_core(|core, _| {
+            let dst = core.dest(comm(c), dst)?;
             // SAFETY: the caller guarantees `buf` stays valid and unmodified until completion.
-            let id = unsafe { e.isend(comm(c), buf.cast(), len, dst, tag)? };
+            let id = unsafe { core.isend(comm(c), buf.cast(), len, dst, tag)? };
             // SAFETY: the caller's contract.
             unsafe { put(req, id.to_raw(), "req") }
         })
@@ -672,9 +651,9 @@ pub unsafe extern "C" fn weft_irecv(
         if req.is_null() {
             return Err(Fail::null("req"));
         }
-        with_engine(|e, _| {
+        with_core(|core, _| {
             // SAFETY: the caller guarantees `buf` stays valid and unaccessed until completion.
-            let id = unsafe { e.irecv(comm(c), buf.cast(), len, src, tag)? };
+            let id = unsafe { core.irecv(comm(c), buf.cast(), len, src, tag)? };
             // SAFETY: the caller's contract.
             unsafe { put(req, id.to_raw(), "req") }
         })
@@ -700,7 +679,7 @@ pub unsafe extern "C" fn weft_wait(req: *mut weft_request, st: *mut weft_status)
             unsafe { put_status(st, EMPTY) };
             return with_state(|_| Ok(()));
         }
-        let r = with_engine(|e, done| Ok(finish(e, done, id, true)))?;
+        let r = with_core(|core, done| Ok(finish(core, done, id, true)))?;
         let r = r.unwrap_or(Err(EngineError::InvalidRequest));
         // SAFETY: the caller's contract.
         unsafe { report(r, req, st) }
@@ -726,7 +705,7 @@ pub unsafe extern "C" fn weft_test(req: *mut weft_request, flag: *mut c_int, st:
             // SAFETY: the caller's contract.
             return with_state(|_| unsafe { put(flag, 1, "flag") });
         }
-        let r = with_engine(|e, done| Ok(finish(e, done, id, false)))?;
+        let r = with_core(|core, done| Ok(finish(core, done, id, false)))?;
         let complete = matches!(&r, Some(r) if !matches!(r, Err(EngineError::ProcFailedPending)));
         // SAFETY: the caller's contract.
         unsafe { put(flag, complete as c_int, "flag")? };
@@ -766,7 +745,7 @@ unsafe fn wait_all(reqs: &mut [weft_request], sts: *mut weft_status) -> R<()> {
             unsafe { put_status(st, EMPTY) };
             continue;
         }
-        let r = with_engine(|e, done| Ok(finish(e, done, *req, true)))?;
+        let r = with_core(|core, done| Ok(finish(core, done, *req, true)))?;
         let r = r.unwrap_or(Err(EngineError::InvalidRequest));
         // SAFETY: `req` is an element of the caller's array; `st` as above.
         let r = unsafe { report(r, req, st) };
@@ -797,7 +776,7 @@ pub unsafe extern "C" fn weft_waitany(
         }
         // SAFETY: the caller's contract.
         let reqs = unsafe { array(reqs, n, "reqs")? };
-        let found = with_engine(|e, done| {
+        let found = with_core(|core, done| {
             let mut spins = 0u32;
             loop {
                 let mut live = 0;
@@ -806,7 +785,7 @@ pub unsafe extern "C" fn weft_waitany(
                         continue;
                     }
                     live += 1;
-                    if let Some(r) = finish(e, done, id, false) {
+                    if let Some(r) = finish(core, done, id, false) {
                         return Ok(Some((i, r)));
                     }
                 }
@@ -856,13 +835,13 @@ pub unsafe extern "C" fn weft_testall(
         }
         // SAFETY: the caller's contract.
         let reqs = unsafe { array(reqs, n, "reqs")? };
-        let all = with_engine(|e, done| {
+        let all = with_core(|core, done| {
             let mut all = true;
             for &id in reqs.iter().filter(|&&id| id != WEFT_REQUEST_NULL) {
                 if done.contains_key(&id) {
                     continue;
                 }
-                match finish(e, done, id, false) {
+                match finish(core, done, id, false) {
                     None => all = false,
                     Some(Err(EngineError::ProcFailedPending)) => {
                         return Err(Fail::from(EngineError::ProcFailedPending));
@@ -892,7 +871,7 @@ pub unsafe extern "C" fn weft_testall(
 #[no_mangle]
 pub unsafe extern "C" fn weft_probe(src: c_int, tag: c_int, c: weft_comm, st: *mut weft_status) -> c_int {
     guard(|| {
-        let s = with_engine(|e, _| Ok(e.probe(comm(c), src, tag)?))?;
+        let s = with_core(|core, _| Ok(core.probe(comm(c), src, tag)?))?;
         // SAFETY: the caller's contract.
         unsafe { put_status(st, status_of(&Ok(s))) };
         Ok(())
@@ -915,7 +894,7 @@ pub unsafe extern "C" fn weft_iprobe(
         if flag.is_null() {
             return Err(Fail::null("flag"));
         }
-        let s = with_engine(|e, _| Ok(e.iprobe(comm(c), src, tag)?))?;
+        let s = with_core(|core, _| Ok(core.iprobe(comm(c), src, tag)?))?;
         // SAFETY: the caller's contract.
         unsafe { put(flag, s.is_some() as c_int, "flag")? };
         if let Some(s) = s {

@@ -1,69 +1,36 @@
 //! Fault tolerance in the safe API (ULFM): revoke, agree / iagree, shrink / ishrink,
-//! acknowledgement (current and older spec), error scope and uniform mode. The protocols are
-//! in `weft-ft`; this file only adapts them to [`Comm`] and [`Scope`].
+//! acknowledgement (current and older spec), error scope and uniform mode. The operations are
+//! the core's (`ops/ft.rs`); this file only adapts them to [`Comm`] and [`Scope`].
 //!
 //! Uniform mode ([`Comm::set_uniform`]): covered collectives are followed by an implicit
 //! agreement, so every member returns the same outcome class. Covered now: [`Comm::barrier`].
 //! Other collectives opt in by calling [`Comm::uniform_after`] on their local result.
 
-use std::rc::Rc;
-
 use weft_engine::{CommId, ErrScope, ReqId};
 
-use crate::api::{Comm, Inner, Request, Scope};
-use crate::{Config, Result, Weft};
+use crate::api::{Comm, Request, Scope};
+use crate::{Result, Weft};
 
 pub use weft_ft::FtStats;
-
-/// Install the FT layer on a freshly wired engine (called once by `init`).
-pub(crate) fn install(
-    cfg: &Config,
-    rt: &crate::init::SharedRuntime,
-    e: &mut weft_engine::Engine,
-) -> Result<weft_ft::Ft> {
-    let node_of = {
-        let r = rt.borrow();
-        (0..r.size()).map(|w| r.node_of(w).unwrap_or(0)).collect()
-    };
-    let opts = weft_ft::FtOptions {
-        hb_period_ms: cfg.ft_hb_period_ms,
-        hb_timeout_ms: cfg.ft_hb_timeout_ms,
-        agree: cfg.ft_agree,
-        node_of,
-    };
-    Ok(weft_ft::Ft::install(e, opts)?)
-}
-
-/// Uniform-mode hook for collectives (see [`Comm::uniform_after`]).
-pub(crate) fn uniform_after(c: &Comm, local: std::result::Result<(), crate::EngineError>) -> Result<()> {
-    let ft = c.inner.ft.clone();
-    let mut e = c.inner.engine.borrow_mut();
-    Ok(ft.uniform_after(&mut e, c.id, local)?)
-}
 
 impl Weft {
     /// Counters of the fault-tolerance layer.
     pub fn ft_stats(&self) -> FtStats {
-        self.inner.ft.stats()
+        self.core().ft_stats()
     }
 }
 
 impl Comm {
-    fn ft(&self) -> (weft_ft::Ft, std::cell::RefMut<'_, weft_engine::Engine>) {
-        (self.inner.ft.clone(), self.inner.engine.borrow_mut())
-    }
-
     /// Revoke the communicator: every pending and future operation on it, at every live
     /// member, completes with `Revoked` (except agree, shrink and the acknowledgement calls).
     /// Returns at once; the revocation propagates by reliable broadcast.
     pub fn revoke(&self) -> Result<()> {
-        let (ft, mut e) = self.ft();
-        Ok(ft.revoke(&mut e, self.id)?)
+        Ok(self.core.revoke(self.id)?)
     }
 
     /// True once the communicator was revoked (locally or by any member).
     pub fn is_revoked(&self) -> Result<bool> {
-        Ok(self.inner.engine.borrow().is_revoked(self.id)?)
+        Ok(self.core.is_revoked(self.id)?)
     }
 
     /// Fault-tolerant agreement: the AND of `flag` over the live members, the same at every
@@ -71,8 +38,9 @@ impl Comm {
     /// the failure was not acknowledged ([`Comm::ack_failed`]) by every member. Works on a
     /// revoked communicator.
     pub fn agree(&self, flag: u64) -> Result<u64> {
-        let (ft, mut e) = self.ft();
-        Ok(ft.agree(&mut e, self.id, flag)?)
+        let mut v = flag;
+        self.core.agree(self.id, &mut v)?;
+        Ok(v)
     }
 
     /// Non-blocking [`Comm::agree`]: `flag` is the contribution on entry and holds the
@@ -83,32 +51,27 @@ impl Comm {
         flag: &'scope mut u64,
     ) -> Result<Request<'scope>> {
         self.same_instance(s)?;
-        let (ft, mut e) = self.ft();
         let v = *flag;
         // SAFETY: `flag` is borrowed mutably for 'scope, and the scope completes the request
         // before 'scope ends, so the write at completion targets live memory.
-        let id = unsafe { ft.iagree(&mut e, self.id, v, flag as *mut u64)? };
-        drop(e);
+        let id = unsafe { self.core.iagree(self.id, v, flag as *mut u64)? };
         Ok(s.register(id))
     }
 
     /// Shrink: a new communicator of the live members (agreed failed set, agreed context id),
     /// in rank order. Works on a revoked communicator.
     pub fn shrink(&self) -> Result<Comm> {
-        let (ft, mut e) = self.ft();
-        let id = ft.shrink(&mut e, self.id)?;
-        Ok(Comm { inner: self.inner.clone(), id })
+        Ok(self.with_id(self.core.shrink(self.id)?))
     }
 
     /// Non-blocking shrink: several may be in flight (on different communicators) and overlap
     /// with other work. The request yields the new communicator.
     pub fn ishrink(&self) -> Result<ShrinkRequest> {
         let mut out = Box::new(0u64);
-        let (ft, mut e) = self.ft();
         // SAFETY: the box's heap slot does not move; ShrinkRequest keeps it and does not free
         // it before the request completed (its Drop waits).
-        let id = unsafe { ft.ishrink(&mut e, self.id, &mut *out as *mut u64)? };
-        Ok(ShrinkRequest { inner: self.inner.clone(), id: Some(id), out })
+        let id = unsafe { self.core.ishrink(self.id, &mut *out as *mut u64)? };
+        Ok(ShrinkRequest { comm: self.clone(), id: Some(id), out })
     }
 
     /// Older ULFM spec: acknowledge every failure known now (`MPI_Comm_failure_ack`).
@@ -118,26 +81,25 @@ impl Comm {
 
     /// Older ULFM spec: the ranks whose failure was acknowledged (`MPI_Comm_failure_get_acked`).
     pub fn get_acked(&self) -> Result<Vec<u32>> {
-        Ok(self.inner.engine.borrow().get_acked(self.id)?)
+        Ok(self.core.get_acked(self.id)?)
     }
 
-    /// Which failures raise errors on this communicator (seed 001): `Local` (default: only
+    /// Which failures raise errors on this communicator: `Local` (default: only
     /// operations involving the failed process), `Group` (any member's failure, until
     /// acknowledged), `Universe` (any failure in the job, until acknowledged).
     pub fn set_error_scope(&self, scope: ErrScope) -> Result<()> {
-        Ok(self.inner.engine.borrow_mut().set_error_scope(self.id, scope)?)
+        Ok(self.core.set_error_scope(self.id, scope)?)
     }
 
     /// The error scope in force.
     pub fn error_scope(&self) -> Result<ErrScope> {
-        Ok(self.inner.engine.borrow().error_scope(self.id)?)
+        Ok(self.core.error_scope(self.id)?)
     }
 
     /// Uniform mode: covered collectives (now: [`Comm::barrier`]) are followed by an implicit
     /// agreement so that every member returns the same outcome.
     pub fn set_uniform(&self, on: bool) -> Result<()> {
-        let (ft, mut e) = self.ft();
-        Ok(ft.set_uniform(&mut e, self.id, on)?)
+        Ok(self.core.set_uniform(self.id, on)?)
     }
 
     /// For collectives: turn this member's local result into the uniform one when the
@@ -148,13 +110,13 @@ impl Comm {
             Err(crate::Error::Engine(e)) => Err(e),
             Err(other) => return Err(other),
         };
-        uniform_after(self, local)
+        Ok(self.core.uniform_after(self.id, local)?)
     }
 }
 
 /// A shrink in flight ([`Comm::ishrink`]). Dropping it waits for its completion.
 pub struct ShrinkRequest {
-    inner: Rc<Inner>,
+    comm: Comm,
     id: Option<ReqId>,
     out: Box<u64>,
 }
@@ -165,7 +127,7 @@ impl ShrinkRequest {
             Ok(None) => Ok(None),
             Ok(Some(_)) => {
                 self.id = None;
-                Ok(Some(Comm { inner: self.inner.clone(), id: CommId::from_raw(*self.out) }))
+                Ok(Some(self.comm.with_id(CommId::from_raw(*self.out))))
             }
             Err(e) => {
                 self.id = None;
@@ -179,7 +141,7 @@ impl ShrinkRequest {
         let Some(id) = self.id else {
             return Err(crate::EngineError::InvalidRequest.into());
         };
-        let r = self.inner.engine.borrow_mut().test(id);
+        let r = self.comm.core.test(id);
         self.finish(r)
     }
 
@@ -188,7 +150,7 @@ impl ShrinkRequest {
         let Some(id) = self.id else {
             return Err(crate::EngineError::InvalidRequest.into());
         };
-        let r = self.inner.engine.borrow_mut().wait(id).map(Some);
+        let r = self.comm.core.wait(id).map(Some);
         self.finish(r).map(|c| c.expect("wait completes"))
     }
 }
@@ -197,14 +159,12 @@ impl Drop for ShrinkRequest {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             // The engine writes the result into `out` at completion: wait before freeing it.
-            match self.inner.engine.try_borrow_mut() {
-                Ok(mut e) => {
-                    let _ = e.wait(id);
-                }
-                // Cannot wait here (re-entrant drop): leak the slot rather than free it.
-                Err(_) => {
-                    Box::leak(std::mem::replace(&mut self.out, Box::new(0)));
-                }
+            if self.comm.core.engine_busy() {
+                // Cannot wait here (a re-entrant drop): leak the slot rather than free memory
+                // the engine will write.
+                Box::leak(std::mem::replace(&mut self.out, Box::new(0)));
+            } else {
+                let _ = self.comm.core.wait(id);
             }
         }
     }

@@ -27,6 +27,7 @@ mod config;
 mod error;
 mod ft;
 mod init;
+mod ops;
 mod topology;
 
 pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scope, Weft};

@@ -6,7 +6,7 @@
 //! each rank's time per call, averaged over ranks (a reduce to rank 0, as osu_allreduce's "Avg
 //! Latency"); `reps` repetitions, the median. Sizes: allreduce (f32 sum, size/4 elements) 4, 8,
 //! ..; barrier 0 only; bcast (bytes, root 0) 1, 2, 4, ..; the powers of two in [min, max].
-//! weft's barrier is the collectives engine's (`Comm::coll_barrier`). After the timed loops one
+//! weft's barrier is the collectives engine's (`Comm::barrier`). After the timed loops one
 //! call checks the data. `--rounds K` interleaves the implementations K times and takes the
 //! median across rounds. Rows are `benchmark,size,impl,value,us`; with `--peers` the report adds
 //! weft/openmpi, weft/mpich and weft/best-peer ratios (≤ 1.00: weft is faster).
@@ -220,7 +220,7 @@ fn worker(cli: &CollCli) -> Result<(), String> {
             let call = |s: &[f32], r: &mut [f32], b: &mut [u8]| -> Result<(), weft::Error> {
                 match bench {
                     CollBench::Allreduce => world.allreduce(&s[..k / 4], &mut r[..k / 4], Op::Sum),
-                    CollBench::Barrier => world.coll_barrier(),
+                    CollBench::Barrier => world.barrier(),
                     CollBench::Bcast => world.bcast(&mut b[..k], 0),
                 }
             };

@@ -32,8 +32,8 @@ use std::ffi::{c_int, c_void};
 
 use weft_coll::{DType, Kind, Op, Spec};
 
-use super::weft_error::{WEFT_ERR_ARG, WEFT_ERR_DATATYPE, WEFT_ERR_OP};
-use super::{comm, guard, null_buf, put, weft_comm, weft_request, with_state, Fail, State, R};
+use super::weft_error::{WEFT_ERR_DATATYPE, WEFT_ERR_OP};
+use super::{comm, guard, put, weft_comm, weft_request, with_state, Fail, R};
 use crate::EngineError;
 
 // ------------------------------------------------------------------------------- datatypes
@@ -323,10 +323,6 @@ impl Call {
     }
 }
 
-fn too_large(kind: Kind) -> Fail {
-    Fail::new(WEFT_ERR_ARG, format!("invalid argument: {}: buffer size overflows size_t", kind.name()))
-}
-
 /// `n` counts or displacements from C.
 ///
 /// # Safety
@@ -339,18 +335,10 @@ unsafe fn counts<'a>(p: *const usize, n: usize, what: &str) -> R<&'a [usize]> {
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-/// Elements spanned by blocks `counts[i]` at `displs[i]` (as the collectives engine computes
-/// it, but checked for overflow).
-fn span(kind: Kind, counts: &[usize], displs: &[usize]) -> R<usize> {
-    counts
-        .iter()
-        .zip(displs)
-        .try_fold(0usize, |m, (&c, &d)| c.checked_add(d).map(|e| m.max(e)))
-        .ok_or_else(|| too_large(kind))
-}
-
-/// Validate `call` on communicator `c` and run it (`req` is `None`: blocking) or start it
-/// (`*req` = the request's handle).
+/// Convert `call` on communicator `c` into a spec and run it (`req` is `None`: blocking) or
+/// start it (`*req` = the request's handle). Arguments are checked in the order
+/// communicator, datatype, operation, root, count arrays, buffers; the buffer sizes follow
+/// from the counts in the operations core, as for every front end.
 ///
 /// # Safety
 /// The buffers and count arrays of `call` must be valid as the calling function documents;
@@ -360,109 +348,58 @@ unsafe fn collective(c: weft_comm, call: Call, req: Option<*mut weft_request>) -
         return Err(Fail::null("req"));
     }
     with_state(|s| {
-        // SAFETY: forwarded contract (the count arrays).
-        let spec = unsafe { prepare(s, c, &call)? };
-        let cm = s.weft.comm_from_id(comm(c));
+        let core = s.weft.core();
+        let id = comm(c);
+        let (rank, size) = (core.comm_rank(id)?, core.comm_size(id)?);
+        let (cdt, dt) = dtype(call.dt)?;
+        let mut sp = Spec::new(call.kind, dt);
+        if let Some(h) = call.op {
+            sp.op = Some(s.ops.get(h, (cdt, dt))?);
+        }
+        sp.root = match call.root {
+            None => 0,
+            Some(r) if r >= 0 && (r as u32) < size => r as u32,
+            Some(r) => return Err(EngineError::InvalidRank { rank: r.into(), size }.into()),
+        };
+        let reads = weft_coll::needs::arrays(call.kind, call.root.is_some() && rank == sp.root);
+        let n = size as usize;
+        let dis = if call.kind == Kind::Alltoallv { ["sdispls", "rdispls"] } else { ["displs"; 2] };
+        // SAFETY: only the arrays this collective reads at this rank, which the caller
+        // guarantees NULL or valid for one entry per rank during the call.
+        unsafe {
+            if reads.scounts {
+                sp.scounts = counts(call.scounts, n, "sendcounts")?;
+            }
+            if reads.sdispls {
+                sp.sdispls = counts(call.sdispls, n, dis[0])?;
+            }
+            if reads.rcounts {
+                sp.rcounts = counts(call.rcounts, n, "recvcounts")?;
+            }
+            if reads.rdispls {
+                sp.rdispls = counts(call.rdispls, n, dis[1])?;
+            }
+        }
+        // The element count: v-variants pass this rank's own count; reduce_scatter's is its
+        // block of recvcounts.
+        sp.count = match call.kind {
+            Kind::ReduceScatter => sp.rcounts[rank as usize],
+            _ => call.count,
+        };
+        (sp.send, sp.recv) = (call.send.cast(), call.recv.cast());
+        core.size_spec(id, &mut sp)?;
         match req {
-            // SAFETY: the caller guarantees the buffers for the call, sized as `prepare`
-            // computed from the counts.
-            None => unsafe { Ok(cm.run_raw(&spec)?) },
+            // SAFETY: the caller guarantees the buffers for the call, sized from the counts.
+            None => unsafe { Ok(core.run(id, &sp)?) },
             Some(req) => {
                 // SAFETY: as above, and the caller keeps the buffers valid and unused until
                 // the request completes; the count arrays are only read during this call.
-                let id = unsafe { cm.start_raw(&spec)? };
+                let rid = unsafe { core.start(id, &sp)? };
                 // SAFETY: the caller's contract.
-                unsafe { put(req, id.to_raw(), "req") }
+                unsafe { put(req, rid.to_raw(), "req") }
             }
         }
     })
-}
-
-/// Check the arguments of `call` in the order communicator, datatype, operation, root, count
-/// arrays, buffers, and make the engine's spec (buffer lengths from the counts).
-///
-/// # Safety
-/// The count arrays of `call` significant at this rank must be NULL or valid for reads of one
-/// entry per rank of `c` for the lifetime `'a`.
-unsafe fn prepare<'a>(s: &mut State, c: weft_comm, call: &Call) -> R<Spec<'a>> {
-    let id = comm(c);
-    let (rank, size) = s.weft.with_engine(|e| Ok::<_, EngineError>((e.comm_rank(id)?, e.comm_size(id)?)))?;
-    let (cdt, dt) = dtype(call.dt)?;
-    let op = match call.op {
-        Some(h) => Some(s.ops.get(h, (cdt, dt))?),
-        None => None,
-    };
-    let root = match call.root {
-        None => 0,
-        Some(r) if r >= 0 && (r as u32) < size => r as u32,
-        Some(r) => return Err(EngineError::InvalidRank { rank: r.into(), size }.into()),
-    };
-    let (k, n, cnt, at_root) = (call.kind, size as usize, call.count, call.root.is_some() && rank == root);
-    let mul = |a: usize, b: usize| a.checked_mul(b).ok_or_else(|| too_large(k));
-    // SAFETY: only called for the arrays significant for this collective at this rank, which
-    // the caller guarantees NULL or valid for `n` reads.
-    let arr = |p: *const usize, what: &str| -> R<&'a [usize]> { unsafe { counts(p, n, what) } };
-    let mut sp = Spec::new(k, dt);
-    let (send_n, recv_n) = match k {
-        Kind::Barrier => (0, 0),
-        Kind::Bcast => (0, cnt),
-        Kind::Reduce => (cnt, if at_root { cnt } else { 0 }),
-        Kind::Allreduce | Kind::Scan | Kind::Exscan => (cnt, cnt),
-        Kind::Gather => (cnt, if at_root { mul(n, cnt)? } else { 0 }),
-        Kind::Gatherv if at_root => {
-            (sp.rcounts, sp.rdispls) = (arr(call.rcounts, "recvcounts")?, arr(call.rdispls, "displs")?);
-            (cnt, span(k, sp.rcounts, sp.rdispls)?)
-        }
-        Kind::Gatherv => (cnt, 0),
-        Kind::Scatter => (if at_root { mul(n, cnt)? } else { 0 }, cnt),
-        Kind::Scatterv if at_root => {
-            (sp.scounts, sp.sdispls) = (arr(call.scounts, "sendcounts")?, arr(call.sdispls, "displs")?);
-            (span(k, sp.scounts, sp.sdispls)?, cnt)
-        }
-        Kind::Scatterv => (0, cnt),
-        Kind::Allgather => (cnt, mul(n, cnt)?),
-        Kind::Allgatherv => {
-            (sp.rcounts, sp.rdispls) = (arr(call.rcounts, "recvcounts")?, arr(call.rdispls, "displs")?);
-            (cnt, span(k, sp.rcounts, sp.rdispls)?)
-        }
-        Kind::Alltoall => (mul(n, cnt)?, mul(n, cnt)?),
-        Kind::Alltoallv => {
-            (sp.scounts, sp.sdispls) = (arr(call.scounts, "sendcounts")?, arr(call.sdispls, "sdispls")?);
-            (sp.rcounts, sp.rdispls) = (arr(call.rcounts, "recvcounts")?, arr(call.rdispls, "rdispls")?);
-            (span(k, sp.scounts, sp.sdispls)?, span(k, sp.rcounts, sp.rdispls)?)
-        }
-        Kind::ReduceScatterBlock => (mul(n, cnt)?, cnt),
-        Kind::ReduceScatter => {
-            sp.rcounts = arr(call.rcounts, "recvcounts")?;
-            let total =
-                sp.rcounts.iter().try_fold(0usize, |t, &x| t.checked_add(x)).ok_or_else(|| too_large(k))?;
-            (total, sp.rcounts[rank as usize])
-        }
-    };
-    let (send_len, recv_len) = (mul(send_n, dt.size())?, mul(recv_n, dt.size())?);
-    if send_len > 0 && call.send.is_null() {
-        return Err(null_buf("send", send_len));
-    }
-    if recv_len > 0 && call.recv.is_null() {
-        return Err(null_buf(if k == Kind::Bcast { "buf" } else { "recv" }, recv_len));
-    }
-    if send_len > 0 && recv_len > 0 && std::ptr::eq(call.send, call.recv) && k != Kind::Allreduce {
-        return Err(EngineError::InvalidArg(format!(
-            "{}: send and receive buffers are the same (only allreduce works in place)",
-            k.name()
-        ))
-        .into());
-    }
-    (sp.send, sp.send_len, sp.recv, sp.recv_len) = (call.send.cast(), send_len, call.recv.cast(), recv_len);
-    // The element count (v-variants: this rank's send count, or its receive count for
-    // scatterv and reduce_scatter; alltoallv: unused).
-    sp.count = match k {
-        Kind::ReduceScatter => recv_n,
-        Kind::Alltoallv => 0,
-        _ => cnt,
-    };
-    (sp.op, sp.root) = (op, root);
-    Ok(sp)
 }
 
 // ------------------------------------------------------------------------------ collectives
@@ -1149,7 +1086,10 @@ mod tests {
         assert_eq!(rc, super::super::weft_error::WEFT_ERR_NOT_INITIALIZED as c_int);
         let mut op = WEFT_OP_NULL;
         // SAFETY: `op` is valid; a NULL function is reported, not called.
-        assert_eq!(unsafe { weft_op_create(None, 1, &mut op) }, WEFT_ERR_ARG as c_int);
+        assert_eq!(
+            unsafe { weft_op_create(None, 1, &mut op) },
+            super::super::weft_error::WEFT_ERR_ARG as c_int
+        );
         let mut sz = 0usize;
         // SAFETY: `sz` is valid.
         assert_eq!(unsafe { weft_datatype_size(WEFT_DOUBLE_INT as c_int, &mut sz) }, 0);

@@ -5,9 +5,9 @@
 
 use std::ffi::c_int;
 
-use weft_engine::{CommId, ErrScope};
+use weft_engine::ErrScope;
 
-use super::{array, comm, guard, put, weft_comm, weft_request, with_state, Fail, R, WEFT_COMM_NULL};
+use super::{array, comm, guard, put, weft_comm, weft_request, with_core, Fail, WEFT_COMM_NULL};
 use crate::EngineError;
 
 /// Error scope: only operations that involve a failed process report it (default).
@@ -17,18 +17,10 @@ pub const WEFT_SCOPE_GROUP: c_int = 1;
 /// Error scope: any failure in the job raises errors on the communicator until acknowledged.
 pub const WEFT_SCOPE_UNIVERSE: c_int = 2;
 
-/// Run `f` with the FT layer and the engine of this thread's instance.
-fn with_ft<T>(f: impl FnOnce(&weft_ft::Ft, &mut weft_engine::Engine) -> R<T>) -> R<T> {
-    with_state(|s| {
-        let ft = s.weft.inner.ft.clone();
-        s.weft.with_engine(|e| f(&ft, e))
-    })
-}
-
 /// Revoke `c` at every live member; returns at once.
 #[no_mangle]
 pub extern "C" fn weft_comm_revoke(c: weft_comm) -> c_int {
-    guard(|| with_ft(|ft, e| Ok(ft.revoke(e, comm(c))?)))
+    guard(|| with_core(|core, _| Ok(core.revoke(comm(c))?)))
 }
 
 /// `*flag` = 1 if `c` was revoked, else 0.
@@ -38,7 +30,7 @@ pub extern "C" fn weft_comm_revoke(c: weft_comm) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn weft_comm_is_revoked(c: weft_comm, flag: *mut c_int) -> c_int {
     guard(|| {
-        let r = with_ft(|_, e| Ok(e.is_revoked(comm(c))?))?;
+        let r = with_core(|core, _| Ok(core.is_revoked(comm(c))?))?;
         // SAFETY: the caller's contract.
         unsafe { put(flag, r as c_int, "flag") }
     })
@@ -56,12 +48,9 @@ pub unsafe extern "C" fn weft_comm_agree(c: weft_comm, flag: *mut u64) -> c_int 
         if flag.is_null() {
             return Err(Fail::null("flag"));
         }
-        with_ft(|ft, e| {
-            // SAFETY: non-NULL, valid for reads and writes per the contract; waited for here.
-            let req = unsafe { ft.iagree(e, comm(c), *flag, flag)? };
-            e.wait(req)?;
-            Ok(())
-        })
+        // SAFETY: non-NULL, and valid for reads and writes per the caller's contract.
+        let flag = unsafe { &mut *flag };
+        with_core(|core, _| Ok(core.agree(comm(c), flag)?))
     })
 }
 
@@ -77,9 +66,9 @@ pub unsafe extern "C" fn weft_comm_iagree(c: weft_comm, flag: *mut u64, req: *mu
         if flag.is_null() || req.is_null() {
             return Err(Fail::null(if flag.is_null() { "flag" } else { "req" }));
         }
-        with_ft(|ft, e| {
+        with_core(|core, _| {
             // SAFETY: the caller keeps `flag` valid until completion.
-            let id = unsafe { ft.iagree(e, comm(c), *flag, flag)? };
+            let id = unsafe { core.iagree(comm(c), *flag, flag)? };
             // SAFETY: the caller's contract.
             unsafe { put(req, id.to_raw(), "req") }
         })
@@ -97,7 +86,7 @@ pub unsafe extern "C" fn weft_comm_shrink(c: weft_comm, newcomm: *mut weft_comm)
         if newcomm.is_null() {
             return Err(Fail::null("newcomm"));
         }
-        let id = with_ft(|ft, e| Ok(ft.shrink(e, comm(c))?))?;
+        let id = with_core(|core, _| Ok(core.shrink(comm(c))?))?;
         // SAFETY: the caller's contract.
         unsafe { put(newcomm, id.to_raw(), "newcomm") }
     })
@@ -120,9 +109,9 @@ pub unsafe extern "C" fn weft_comm_ishrink(
         }
         // SAFETY: the caller's contract.
         unsafe { newcomm.write(WEFT_COMM_NULL) };
-        with_ft(|ft, e| {
+        with_core(|core, _| {
             // SAFETY: the caller keeps `newcomm` valid until completion.
-            let id = unsafe { ft.ishrink(e, comm(c), newcomm)? };
+            let id = unsafe { core.ishrink(comm(c), newcomm)? };
             // SAFETY: the caller's contract.
             unsafe { put(req, id.to_raw(), "req") }
         })
@@ -132,7 +121,7 @@ pub unsafe extern "C" fn weft_comm_ishrink(
 /// Older ULFM spec: acknowledge every failure known now on `c`.
 #[no_mangle]
 pub extern "C" fn weft_comm_failure_ack(c: weft_comm) -> c_int {
-    guard(|| with_ft(|_, e| Ok(e.ack_failed(comm(c)).map(|_| ())?)))
+    guard(|| with_core(|core, _| Ok(core.ack_failed(comm(c)).map(|_| ())?)))
 }
 
 /// Older ULFM spec: ranks of `c` whose failure was acknowledged: up to `cap` written to
@@ -153,7 +142,7 @@ pub unsafe extern "C" fn weft_comm_failure_get_acked(
         }
         // SAFETY: the caller's contract.
         let out = unsafe { array(ranks, cap, "ranks")? };
-        let acked = with_ft(|_, e| Ok(e.get_acked(comm(c))?))?;
+        let acked = with_core(|core, _| Ok(core.get_acked(comm(c))?))?;
         for (o, &r) in out.iter_mut().zip(&acked) {
             *o = r as c_int;
         }
@@ -172,7 +161,7 @@ pub extern "C" fn weft_comm_set_error_scope(c: weft_comm, scope: c_int) -> c_int
             WEFT_SCOPE_UNIVERSE => ErrScope::Universe,
             _ => return Err(EngineError::InvalidArg(format!("error scope {scope}")).into()),
         };
-        with_ft(|_, e| Ok(e.set_error_scope(comm(c), s)?))
+        with_core(|core, _| Ok(core.set_error_scope(comm(c), s)?))
     })
 }
 
@@ -180,15 +169,5 @@ pub extern "C" fn weft_comm_set_error_scope(c: weft_comm, scope: c_int) -> c_int
 /// implicit agreement so every member returns the same outcome.
 #[no_mangle]
 pub extern "C" fn weft_comm_set_uniform(c: weft_comm, on: c_int) -> c_int {
-    guard(|| with_ft(|ft, e| Ok(ft.set_uniform(e, comm(c), on != 0)?)))
-}
-
-/// Uniform-mode hook for the C collectives: the uniform result of a local one.
-pub(crate) fn uniform_after(
-    e: &mut weft_engine::Engine,
-    ft: &weft_ft::Ft,
-    c: CommId,
-    r: weft_engine::Result<()>,
-) -> weft_engine::Result<()> {
-    ft.uniform_after(e, c, r)
+    guard(|| with_core(|core, _| Ok(core.set_uniform(comm(c), on != 0)?)))
 }

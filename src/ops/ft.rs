@@ -1,0 +1,95 @@
+//! Fault-tolerance operations of the core: revoke, agree (the blocking low-latency path and
+//! the non-blocking one), shrink, error scope and uniform mode. The protocols are
+//! `weft-ft`'s; the failure knowledge (failed and acknowledged ranks) is read in `p2p.rs`.
+
+use weft_engine::{CommId, ErrScope, ReqId};
+
+use super::{Core, EngineResult};
+use crate::{Config, Result};
+
+/// Install the FT layer on a freshly wired engine.
+pub(super) fn install(
+    cfg: &Config,
+    rt: &crate::init::SharedRuntime,
+    e: &mut weft_engine::Engine,
+) -> Result<weft_ft::Ft> {
+    let node_of = {
+        let r = rt.borrow();
+        (0..r.size()).map(|w| r.node_of(w).unwrap_or(0)).collect()
+    };
+    let opts = weft_ft::FtOptions {
+        hb_period_ms: cfg.ft_hb_period_ms,
+        hb_timeout_ms: cfg.ft_hb_timeout_ms,
+        agree: cfg.ft_agree,
+        node_of,
+    };
+    Ok(weft_ft::Ft::install(e, opts)?)
+}
+
+impl Core {
+    /// Counters of the fault-tolerance layer.
+    pub(crate) fn ft_stats(&self) -> weft_ft::FtStats {
+        self.ft.stats()
+    }
+
+    /// Revoke `c` at every live member; returns at once.
+    pub(crate) fn revoke(&self, c: CommId) -> EngineResult<()> {
+        self.ft.revoke(&mut *self.eng()?, c)
+    }
+
+    /// True once `c` was revoked (locally or by any member).
+    pub(crate) fn is_revoked(&self, c: CommId) -> EngineResult<bool> {
+        self.eng()?.is_revoked(c)
+    }
+
+    /// Fault-tolerant agreement, blocking, on the low-latency path: `*flag` is the
+    /// contribution on entry and the AND over the live members on return, also when the
+    /// agreement completes with `ProcFailed`.
+    pub(crate) fn agree(&self, c: CommId, flag: &mut u64) -> EngineResult<()> {
+        self.ft.agree(&mut *self.eng()?, c, flag)
+    }
+
+    /// Non-blocking agreement: `*out` holds the agreed value once the request completed.
+    ///
+    /// # Safety
+    /// `out` must stay valid for writes until the request completes.
+    pub(crate) unsafe fn iagree(&self, c: CommId, flag: u64, out: *mut u64) -> EngineResult<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.ft.iagree(&mut *self.eng()?, c, flag, out) }
+    }
+
+    /// Shrink: a new communicator of the live members of `c`.
+    pub(crate) fn shrink(&self, c: CommId) -> EngineResult<CommId> {
+        self.ft.shrink(&mut *self.eng()?, c)
+    }
+
+    /// Non-blocking shrink: `*out` holds the new communicator's raw id once the request
+    /// completed.
+    ///
+    /// # Safety
+    /// `out` must stay valid for writes until the request completes.
+    pub(crate) unsafe fn ishrink(&self, c: CommId, out: *mut u64) -> EngineResult<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.ft.ishrink(&mut *self.eng()?, c, out) }
+    }
+
+    /// Which failures raise errors on `c`.
+    pub(crate) fn set_error_scope(&self, c: CommId, scope: ErrScope) -> EngineResult<()> {
+        self.eng()?.set_error_scope(c, scope)
+    }
+
+    /// The error scope of `c`.
+    pub(crate) fn error_scope(&self, c: CommId) -> EngineResult<ErrScope> {
+        self.eng()?.error_scope(c)
+    }
+
+    /// Uniform mode: covered collectives are followed by an agreement on their outcome.
+    pub(crate) fn set_uniform(&self, c: CommId, on: bool) -> EngineResult<()> {
+        self.ft.set_uniform(&mut *self.eng()?, c, on)
+    }
+
+    /// A collective's local outcome made uniform when `c` is in uniform mode.
+    pub(crate) fn uniform_after(&self, c: CommId, local: EngineResult<()>) -> EngineResult<()> {
+        self.ft.uniform_after(&mut *self.eng()?, c, local)
+    }
+}

@@ -1,0 +1,99 @@
+//! The operations core: the one place that wires runtime, engine, collectives and fault
+//! tolerance together. Every front end (the safe Rust API in `api.rs`, `coll.rs` and `ft.rs`,
+//! and the C ABI in `capi/`) calls these operations and nothing below them.
+//!
+//! Operations work on communicator and request ids ([`CommId`], [`ReqId`]) and on raw buffers
+//! or a collective [`weft_coll::Spec`]; a front end keeps only its language's rules (Rust
+//! borrows and scopes, C pointers and error codes). What an operation does (which barrier
+//! runs, the uniform-mode hook, the blocking agreement path, how buffer sizes follow from
+//! counts) is decided here once, so the front ends cannot drift apart.
+//!
+//! [`Core`] is one weft instance. It is not `Send`: one thread drives the engine. The engine
+//! and the collectives state sit in `RefCell`s that an operation borrows for its own duration;
+//! a re-entrant call (a user reduction calling weft) finds them borrowed and fails with
+//! `InvalidArg` instead of aliasing them.
+
+use std::cell::{Cell, RefCell, RefMut};
+
+use weft_engine::Engine;
+
+use crate::EngineError;
+
+use crate::init::SharedRuntime;
+use crate::{Config, Error, Result};
+
+mod coll;
+mod ft;
+mod p2p;
+
+/// Result of an engine-level operation: the error keeps its engine variant (a status needs
+/// the truncation details, the C ABI maps each variant to its code).
+pub(crate) type EngineResult<T> = std::result::Result<T, EngineError>;
+
+/// One weft instance: runtime, engine, collectives and FT state.
+pub(crate) struct Core {
+    engine: RefCell<Engine>,
+    rt: SharedRuntime,
+    cfg: Config,
+    finalized: Cell<bool>,
+    ft: weft_ft::Ft,
+    coll: RefCell<weft_coll::Coll>,
+}
+
+impl Core {
+    /// Start the runtime, wire the transports into an engine, install FT and the collectives.
+    pub(crate) fn new(cfg: Config) -> Result<Core> {
+        let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(weft_pmix::from_env()?));
+        let mut engine = crate::init::wire(&cfg, rt.clone())?;
+        let ft = ft::install(&cfg, &rt, &mut engine)?;
+        let coll = coll::state(&cfg, &**rt.borrow());
+        Ok(Core {
+            engine: RefCell::new(engine),
+            rt,
+            cfg,
+            finalized: Cell::new(false),
+            ft,
+            coll: RefCell::new(coll),
+        })
+    }
+
+    /// The engine, borrowed for one operation.
+    #[inline]
+    fn eng(&self) -> EngineResult<RefMut<'_, Engine>> {
+        self.engine.try_borrow_mut().map_err(|_| reentrant())
+    }
+
+    /// True while an operation holds the engine (a call from inside a weft callback would
+    /// fail with `InvalidArg`).
+    pub(crate) fn engine_busy(&self) -> bool {
+        self.engine.try_borrow_mut().is_err()
+    }
+
+    /// The configuration in force.
+    pub(crate) fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Name of the runtime backend ("weft-run", "pmix", "singleton").
+    pub(crate) fn runtime_backend(&self) -> &'static str {
+        self.rt.borrow().backend()
+    }
+
+    /// Leave the job: complete queued sends, then tell the runtime. Later calls do nothing.
+    pub(crate) fn finalize(&self) -> Result<()> {
+        if self.finalized.replace(true) {
+            return Ok(());
+        }
+        self.eng()?.finalize();
+        self.rt.borrow_mut().finalize().map_err(Error::from)
+    }
+
+    /// End the whole job with `code`.
+    pub(crate) fn abort(&self, code: i32, msg: &str) -> ! {
+        self.rt.borrow_mut().abort(code, msg)
+    }
+}
+
+fn reentrant() -> EngineError {
+    EngineError::InvalidArg("weft called re-entrantly (from inside a weft callback)".into())
+}
