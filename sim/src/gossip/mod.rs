@@ -23,7 +23,9 @@
 //! Randomness (ping targets) comes from a generator seeded per process at construction, so a
 //! run is deterministic given the driver's schedule.
 
-use crate::RankSet;
+pub mod drive;
+
+use weft_ft::RankSet;
 
 /// What a gossip process asks its driver to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +83,7 @@ impl Base {
         Base {
             n,
             me,
-            rng: crate::sim::mix(seed ^ (me as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            rng: crate::mix(seed ^ (me as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             cycle: 0,
             min_cycles,
             known: RankSet::new(),
@@ -92,7 +94,7 @@ impl Base {
 
     fn rand(&mut self, m: u32) -> u32 {
         self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        ((crate::sim::mix(self.rng) as u128 * m as u128) >> 64) as u32
+        ((crate::mix(self.rng) as u128 * m as u128) >> 64) as u32
     }
 
     /// New cycle: returns the rank whose ping went unanswered (a direct detection).
