@@ -1,4 +1,9 @@
-//! Deterministic discrete-event simulator of the FT protocols (DESIGN §4).
+//! `weft-sim`: the deterministic discrete-event simulator of weft's fault-tolerance protocols.
+//! It owns the event loop, the network and failure model and the run configuration (this
+//! module), the scenarios and their invariant checks ([`proto`]), scale runs and their fits
+//! ([`scale`]), and the gossip failure detection and consensus protocols with their driver
+//! ([`gossip`]). The `weft-sim` binary is its command line. It lives outside `weft-ft` so
+//! that the library the applications link carries no simulator.
 //!
 //! It drives the **production** state machines — [`weft_ft::agree::Era`],
 //! [`weft_ft::shrink::Shrink`], [`weft_ft::revoke::Revoke`], [`weft_ft::detector::Detector`] — and
@@ -87,7 +92,7 @@ pub enum Proto {
     Revoke,
     /// Heartbeat detector: detection and propagation of findings.
     Detector,
-    /// Gossip, fault matrix (seed 002, algorithm 1).
+    /// Gossip, fault matrix (algorithm 1 of the gossip paper, see [`gossip`]).
     GossipFm,
     /// Gossip, heuristic fault list (algorithm 2).
     GossipHfl,
@@ -259,7 +264,7 @@ pub struct Config {
     /// See `notice_delay`.
     pub notice_spread: u64,
     /// Gossip: the initial propagation phase (the safety margin before any decision), in
-    /// cycles; `None`: [`gossip::default_min_cycles`] (⌈log₂ N⌉ + 8). `Some(0)` lets the
+    /// cycles; `None`: [`gossip::drive::default_min_cycles`] (⌈log₂ N⌉ + 8). `Some(0)` lets the
     /// algorithms decide as soon as their consensus test holds (unsafe for failures that
     /// occurred before the run: agreement violations then become notes, not errors).
     pub gossip_min_cycles: Option<u32>,

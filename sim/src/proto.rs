@@ -249,8 +249,8 @@ fn run_agree(cfg: &Config) -> Result<Report, Box<Violation>> {
         }
     }
     // Early return makes ERA non-uniform for a rank that returns and then dies before its
-    // decision reached anyone (seed 004: the value is fixed "except if it fails itself");
-    // count such ranks, they are not a violation.
+    // decision reached anyone: an early-returning rank only knows that the value is fixed
+    // "except if it fails itself". Count such ranks; they are not a violation.
     let mut dead_differ = 0;
     for r in 0..n {
         if decided_at[r as usize] != u64::MAX && !core.alive(r) {
@@ -491,7 +491,8 @@ enum DetMsg {
     Finding(u32),
 }
 
-/// Detector timing: heartbeat period and timeout (ns), 1:3 as seed 004 recommends.
+/// Detector timing: heartbeat period and timeout (ns); the period is a third of the timeout,
+/// the ratio ULFM's Open MPI detector recommends.
 pub const DET_PERIOD: u64 = 100_000;
 /// See [`DET_PERIOD`].
 pub const DET_TIMEOUT: u64 = 300_000;

@@ -1,4 +1,4 @@
-//! Random-seed simulation tests of the FT protocols (DESIGN §4, issue 6).
+//! Random-seed simulation tests of the FT protocols and the gossip consensus under `weft-sim`.
 //!
 //! Each test runs many seeds; the seed fixes N (mostly small, some up to 2^14), the failure
 //! mode and count, the network model variation and the whole schedule. A violation panics

@@ -140,7 +140,7 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Failure mode (default: during for era/shrink/revoke/detector, before for gossip,
-        /// as in seed 002).
+        /// as in the gossip paper's experiments).
         #[arg(long, value_parser = parse_mode)]
         mode: Option<Mode>,
         /// Failures per run (default: 4 for tree protocols, 1 for detector and gossip).
