@@ -1,6 +1,7 @@
-//! Early Returning Agreement (ERA, seed 004): fault-tolerant agreement on a [`Value`] —
-//! the AND of a flag word, the union of failed ranks, the intersection of acknowledged
-//! failures and the max of a context id — over a reduction tree with re-parenting.
+//! Early Returning Agreement (ERA, from "Practical Scalable Consensus for Pseudo-Synchronous
+//! Distributed Systems", Herault et al., SC15): fault-tolerant agreement on a [`Value`] — the
+//! AND of a flag word, the union of failed ranks, the intersection of acknowledged failures
+//! and the max of a context id — over a reduction tree with re-parenting.
 //!
 //! ## Algorithm
 //! A static tree ([`Tree`]: flat binary, or hierarchical bin/bin over nodes) is fixed for the
@@ -23,7 +24,7 @@
 //!   complete in the new view; the root may die — the next member in tree order takes over.
 //!
 //! ## Failure-free fast path ([`Era::with_fast_path`])
-//! Before the tree, members run recursive doubling ([`fast`]) — the exchange of a small
+//! Before the tree, members run recursive doubling (`fast`) — the exchange of a small
 //! allreduce — and decide as soon as they hold the merge of all contributions, without
 //! any message of the tree. A member that cannot finish it (it learns of a failure, or
 //! starts with one in its view) *falls back*: it floods `Abort` over the tree edges of its

@@ -1,4 +1,5 @@
-//! Heartbeat failure detector on an observation ring (Bosilca et al., SC16).
+//! Heartbeat failure detector on an observation ring ("Failure Detection and Propagation in HPC
+//! Systems", Bosilca et al., SC16).
 //!
 //! Each live rank **observes its predecessor** among the live ranks of the world (cyclic) and
 //! **emits heartbeats to its successor** every `period` ns. When nothing arrived from the

@@ -1,30 +1,29 @@
-//! `weft-ft`: the fault-tolerance protocols of weft.
+//! `weft-ft`: the fault-tolerance protocols of weft (revoke, ERA agreement, shrink, heartbeat
+//! detector) as sans-IO state machines, their wire encoding, and their glue to the engine.
 //!
-//! Each protocol is a **sans-IO state machine** (DESIGN §4): its inputs are a message from a
-//! rank, a failure notice for a rank, or a timer tick carrying `now` (nanoseconds); its outputs
-//! are a list of actions (send this message to that rank, deliver, decide, declare). No I/O,
-//! no clock and no thread inside, and no engine type either: ranks are plain `u32` and
-//! messages are plain values encoded by [`wire`]. The engine drives them through [`glue`]; the
-//! simulator (a later issue) drives the very same code with virtual time.
+//! Each protocol is a **sans-IO state machine**: its inputs are a message from a rank, a
+//! failure notice for a rank, or a timer tick carrying `now` (nanoseconds); its outputs are a
+//! list of actions (send this message to that rank, deliver, decide, declare). No I/O, no clock
+//! and no thread inside, and no engine type either: ranks are plain `u32` and messages are
+//! plain values encoded by [`wire`]. The engine drives them through [`glue`]; the deterministic
+//! simulator (the `weft-sim` crate, which also holds the gossip consensus) drives the very
+//! same code with virtual time. This crate has no simulator code and no command-line
+//! dependency, so the facade links only the protocols and their glue.
 //!
 //! | module | protocol |
 //! |---|---|
 //! | [`revoke`] | reliable broadcast over the binomial graph (degree ≈ 2·log₂ N, tolerates degree−1 failures) |
-//! | [`agree`] | Early Returning Agreement: fault-tolerant AND of a flag word, union of failed ranks, max of a context id; flat binary or hierarchical bin/bin trees |
+//! | [`agree`] | Early Returning Agreement ("Practical Scalable Consensus for Pseudo-Synchronous Distributed Systems", Herault et al., SC15): fault-tolerant AND of a flag word, union of failed ranks, max of a context id; flat binary or hierarchical bin/bin trees |
 //! | [`shrink`] | shrink on top of the agreement: agreed failed set + agreed new context id |
-//! | [`detector`] | SC16 observation-ring heartbeat detector with reliable broadcast of findings |
+//! | [`detector`] | observation-ring heartbeat detector ("Failure Detection and Propagation in HPC Systems", Bosilca et al., SC16) with reliable broadcast of findings |
 //! | [`wire`] | message encoding; malformed input is rejected, never a panic |
 //! | [`glue`] | message-class handlers, one activity, generic requests: drives the above from the engine |
-//! | [`gossip`] | seed 002's gossip failure detection and consensus (fault matrix, heuristic fault list, three-phase), sans-IO |
-//! | [`sim`] | deterministic discrete-event simulator driving the protocols above at up to 2^20 ranks |
 
 pub mod agree;
 pub mod detector;
 pub mod glue;
-pub mod gossip;
 pub mod revoke;
 pub mod shrink;
-pub mod sim;
 pub mod wire;
 
 pub use glue::{AgreePath, Ft, FtOptions, FtStats};

@@ -5,7 +5,7 @@
 //! | kind | class | body after the kind byte |
 //! |---|---|---|
 //! | 1 `Revoke` | REVOKE | ctx u32, epoch u32 |
-//! | 2 `Up` / 3 `Decide` | AGREE | ctx u32, epoch u32, seq u32, flag u64, newctx u32, nfailed u32, failed[nfailed] u32, acked_all u8 (1 = "everything", 0 = list), nacked u32, acked[nacked] u32 |
+//! | 2 `Up` / 3 `Decide` | AGREE | ctx u32, epoch u32, seq u32, flag u64, newctx u32, nfailed u32, `failed[nfailed]` u32, acked_all u8 (1 = "everything", 0 = list), nacked u32, `acked[nacked]` u32 |
 //! | 6 `Fast` | AGREE | ctx u32, epoch u32, seq u32, step u8, then the value as for `Up` |
 //! | 7 `Abort` | AGREE | ctx u32, epoch u32, seq u32 |
 //! | 8 short | AGREE | kind u8 (2, 3 or 6), step u8 (0 unless 6), acked_all u8, ctx u32, epoch u32, seq u32, newctx u32, flag u64 |

@@ -1,9 +1,9 @@
 //! The gossip protocols of [`crate::gossip`] under the simulator, on the same failure
 //! schedules as ERA (failure times are fractions of the operation's expected duration).
 
-use crate::gossip::{Action, Fm, Gossip, Hfl, ThreePhase};
+use super::{Action, Fm, Gossip, Hfl, ThreePhase};
 
-use super::{log2_ceil, msg_stats, Config, Core, Delivered, Ev, Proto, Report, Violation};
+use crate::{log2_ceil, msg_stats, Config, Core, Delivered, Ev, Proto, Report, Violation};
 
 /// Gossip cycle length (ns): well above a round trip, so an unanswered ping is a failure.
 pub const CYCLE: u64 = 100_000;
@@ -17,7 +17,7 @@ pub fn default_min_cycles(n: u32) -> u32 {
 /// column per known failure and every message copies it (O(N) per process, O(N²) overall).
 pub const FM_MAX_N: u32 = 1 << 17;
 
-pub(super) fn run_gossip(cfg: &Config) -> Result<Report, Box<Violation>> {
+pub(crate) fn run_gossip(cfg: &Config) -> Result<Report, Box<Violation>> {
     let n = cfg.n;
     let mc = cfg.gossip_min_cycles.unwrap_or_else(|| default_min_cycles(n));
     match cfg.proto {

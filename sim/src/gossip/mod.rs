@@ -1,5 +1,7 @@
-//! Gossip-based failure detection and consensus for shrink (seed 002, Katti et al.), as
-//! sans-IO state machines beside ERA.
+//! Gossip-based failure detection and consensus for shrink, as sans-IO state machines beside
+//! ERA: the three algorithms of "Epidemic failure detection and consensus for extreme
+//! parallelism" (Katti, Di Fatta, Naughton and Engelmann, IJHPCA 2018). Only the simulator
+//! runs them (the engine's shrink uses ERA); [`drive`] is their simulator driver.
 //!
 //! Every process runs in **gossip cycles** (the driver calls [`Gossip::tick`] once per cycle).
 //! At each tick a process pings one process chosen uniformly at random among those it does not
@@ -9,21 +11,23 @@
 //! learned from a gossip message are indirect detections. The three algorithms differ in what
 //! they gossip and how they *detect consensus*:
 //!
-//! | type | seed 002 | state per process | consensus detected when |
+//! | type | in the paper | state per process | consensus detected when |
 //! |---|---|---|---|
 //! | [`Fm`] | Algorithm 1, fault matrix | one N-bit column per known failure (who detected it): O(f·N) bits, the O(N²) matrix restricted to failed columns | for every known failure, every process not known failed has detected it |
 //! | [`Hfl`] | Algorithm 2, heuristic fault list | the list of failed ranks: O(f) | after the initial propagation phase, the list did not change for a whole cycle and the last remote list equalled it |
-//! | [`ThreePhase`] | Algorithm 3, three phases with gossip aggregation | the list plus push-sum masses: O(f) | push-sum (Kempe et al.) estimates the fraction of live processes that detected each failure (phase 1 → 2: consensus) and that reached consensus on it (phase 2 → 3: commit), within a tolerance |
+//! | [`ThreePhase`] | Algorithm 3, three phases with gossip aggregation | the list plus push-sum masses: O(f) | push-sum ("Gossip-based computation of aggregate information", Kempe et al., FOCS 2003) estimates the fraction of live processes that detected each failure (phase 1 → 2: consensus) and that reached consensus on it (phase 2 → 3: commit), within a tolerance |
 //!
-//! All three decide no earlier than `min_cycles` (the *initial propagation phase* of seed
-//! 002): a failure that occurred before the operation is found by stochastic pinging only
-//! after some cycles (a dead process escapes all pings of a cycle with probability ≈ 1/e), so
+//! All three decide no earlier than `min_cycles` (the paper's *initial propagation phase*): a
+//! failure that occurred before the operation is found by stochastic pinging only after some
+//! cycles (a dead process escapes all pings of a cycle with probability ≈ 1/e), so
 //! deciding earlier could miss it.
 //!
 //! Randomness (ping targets) comes from a generator seeded per process at construction, so a
 //! run is deterministic given the driver's schedule.
 
-use crate::RankSet;
+pub mod drive;
+
+use weft_ft::RankSet;
 
 /// What a gossip process asks its driver to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,7 +85,7 @@ impl Base {
         Base {
             n,
             me,
-            rng: crate::sim::mix(seed ^ (me as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            rng: crate::mix(seed ^ (me as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             cycle: 0,
             min_cycles,
             known: RankSet::new(),
@@ -92,7 +96,7 @@ impl Base {
 
     fn rand(&mut self, m: u32) -> u32 {
         self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        ((crate::sim::mix(self.rng) as u128 * m as u128) >> 64) as u32
+        ((crate::mix(self.rng) as u128 * m as u128) >> 64) as u32
     }
 
     /// New cycle: returns the rank whose ping went unanswered (a direct detection).
@@ -346,7 +350,7 @@ pub struct ThreePhase {
 
 impl ThreePhase {
     /// Process `me` of `n`; `seed` seeds its ping targets; `tol`: relative tolerance of the
-    /// estimates (seed 002 uses 0.1 %).
+    /// estimates (the paper uses 0.1 %).
     pub fn new(n: u32, me: u32, seed: u64, min_cycles: u32, tol: f64) -> ThreePhase {
         ThreePhase { b: Base::new(n, me, seed, min_cycles), tol, w: 1.0, ent: Vec::new(), lent: None }
     }

@@ -12,8 +12,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
-use weft_ft::sim::scale::{fits, scale, ScaleOpts};
-use weft_ft::sim::{run, Config, Mode, Proto};
+use weft_sim::gossip::drive::FM_MAX_N;
+use weft_sim::scale::{fits, scale, ScaleOpts};
+use weft_sim::{run, Config, Mode, Proto};
 
 #[derive(Parser)]
 #[command(name = "weft-sim", about = "Deterministic simulation of weft's FT protocols")]
@@ -139,7 +140,7 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Failure mode (default: during for era/shrink/revoke/detector, before for gossip,
-        /// as in seed 002).
+        /// as in the gossip paper's experiments).
         #[arg(long, value_parser = parse_mode)]
         mode: Option<Mode>,
         /// Failures per run (default: 4 for tree protocols, 1 for detector and gossip).
@@ -183,7 +184,7 @@ fn main() -> ExitCode {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(1, |d| d.as_nanos() as u64)
             });
-            let (m0, k0) = weft_ft::sim::random_mode(protocol, n, seed);
+            let (m0, k0) = weft_sim::random_mode(protocol, n, seed);
             let mut c = Config::new(protocol, n, seed, mode.unwrap_or(m0), failures.unwrap_or(k0));
             model.apply(&mut c);
             println!(
@@ -307,10 +308,10 @@ fn main() -> ExitCode {
             });
             match res {
                 Ok(rows) => {
-                    if protocol == Proto::GossipFm && to > weft_ft::sim::gossip::FM_MAX_N.trailing_zeros() {
+                    if protocol == Proto::GossipFm && to > FM_MAX_N.trailing_zeros() {
                         println!(
                             "# gossip-fm stopped at N=2^{}: per-process state and every message hold one N-bit column per failure (O(N) per process, O(N^2) overall)",
-                            weft_ft::sim::gossip::FM_MAX_N.trailing_zeros()
+                            FM_MAX_N.trailing_zeros()
                         );
                     }
                     for (name, a, b, r2) in fits(&rows) {
@@ -327,7 +328,7 @@ fn main() -> ExitCode {
         Cmd::Fuzz { protocol, seeds, first_seed, max_log } => {
             let t = Instant::now();
             for s in first_seed..first_seed + seeds {
-                let n = weft_ft::sim::fuzz_n(s, max_log);
+                let n = weft_sim::fuzz_n(s, max_log);
                 let c = Config::random(protocol, n, s);
                 if let Err(v) = run(&c) {
                     println!("{v}");

@@ -1,7 +1,12 @@
-//! Deterministic discrete-event simulator of the FT protocols (DESIGN §4).
+//! `weft-sim`: the deterministic discrete-event simulator of weft's fault-tolerance protocols.
+//! It owns the event loop, the network and failure model and the run configuration (this
+//! module), the scenarios and their invariant checks ([`proto`]), scale runs and their fits
+//! ([`scale`]), and the gossip failure detection and consensus protocols with their driver
+//! ([`gossip`]). The `weft-sim` binary is its command line. It lives outside `weft-ft` so
+//! that the library the applications link carries no simulator.
 //!
-//! It drives the **production** state machines — [`crate::agree::Era`],
-//! [`crate::shrink::Shrink`], [`crate::revoke::Revoke`], [`crate::detector::Detector`] — and
+//! It drives the **production** state machines — [`weft_ft::agree::Era`],
+//! [`weft_ft::shrink::Shrink`], [`weft_ft::revoke::Revoke`], [`weft_ft::detector::Detector`] — and
 //! the gossip protocols of [`crate::gossip`] with virtual time, and checks their invariants
 //! after every run.
 //!
@@ -22,7 +27,7 @@
 //!   the glue does). Failure knowledge reaches each live rank as a *notice* after a detection
 //!   delay, in a seeded random order over a spread ([`Core`]'s notice waves: one heap entry
 //!   per failure, not one per rank). The detector scenario instead lets the real
-//!   [`crate::detector::Detector`] find failures by heartbeats.
+//!   [`weft_ft::detector::Detector`] find failures by heartbeats.
 //! - **Reproducibility**: every processed event is folded into a 64-bit trace hash; the same
 //!   config (protocol, n, seed, mode, failures, model) gives the same hash.
 
@@ -87,7 +92,7 @@ pub enum Proto {
     Revoke,
     /// Heartbeat detector: detection and propagation of findings.
     Detector,
-    /// Gossip, fault matrix (seed 002, algorithm 1).
+    /// Gossip, fault matrix (algorithm 1 of the gossip paper, see [`gossip`]).
     GossipFm,
     /// Gossip, heuristic fault list (algorithm 2).
     GossipHfl,
@@ -250,7 +255,7 @@ pub struct Config {
     /// Hierarchical bin/bin tree (ERA, shrink) over `net.ranks_per_node`-rank nodes.
     pub binbin: bool,
     /// ERA / shrink: run the failure-free fast path (recursive doubling) first, as the
-    /// engine does ([`crate::agree::Era::with_fast_path`]).
+    /// engine does ([`weft_ft::agree::Era::with_fast_path`]).
     pub fast_path: bool,
     /// Ranks start the operation at a random time in `[0, skew]` ns.
     pub skew: u64,
@@ -259,7 +264,7 @@ pub struct Config {
     /// See `notice_delay`.
     pub notice_spread: u64,
     /// Gossip: the initial propagation phase (the safety margin before any decision), in
-    /// cycles; `None`: [`gossip::default_min_cycles`] (⌈log₂ N⌉ + 8). `Some(0)` lets the
+    /// cycles; `None`: [`gossip::drive::default_min_cycles`] (⌈log₂ N⌉ + 8). `Some(0)` lets the
     /// algorithms decide as soon as their consensus test holds (unsafe for failures that
     /// occurred before the run: agreement violations then become notes, not errors).
     pub gossip_min_cycles: Option<u32>,
@@ -369,7 +374,7 @@ fn schedule(proto: Proto, n: u32, seed: u64, mode: Mode, k: u32, rpn: u32, binbi
     let mut r = Rng::new(seed ^ 0x77);
     let k = k.min(n.saturating_sub(1));
     let mut out: Vec<Fail> = Vec::new();
-    let mut dead = crate::RankSet::new();
+    let mut dead = weft_ft::RankSet::new();
     let mut add = |out: &mut Vec<Fail>, rank: u32, frac: f64| {
         if out.len() < k as usize && dead.insert(rank) {
             out.push(Fail { rank, frac });
@@ -402,7 +407,7 @@ fn schedule(proto: Proto, n: u32, seed: u64, mode: Mode, k: u32, rpn: u32, binbi
                         Proto::Era | Proto::Shrink if v > 0 => (v - 1) / 2,
                         Proto::Detector => (v + n - 1) % n,
                         _ => {
-                            let nb = crate::bmg_neighbors(n, v);
+                            let nb = weft_ft::bmg_neighbors(n, v);
                             if nb.is_empty() {
                                 break;
                             }

@@ -1,13 +1,13 @@
 //! Scenarios: the production ERA, shrink, revoke and detector state machines under the
 //! simulator, and their invariant checks.
 
-use crate::agree::{self, Era, Msg, Tree, Value};
-use crate::detector::{self, Detector};
-use crate::revoke::{self, Revoke};
-use crate::shrink::{Shrink, ShrinkAction, Shrunk};
-use crate::{bmg_degree, for_each_bmg_neighbor, RankSet};
+use weft_ft::agree::{self, Era, Msg, Tree, Value};
+use weft_ft::detector::{self, Detector};
+use weft_ft::revoke::{self, Revoke};
+use weft_ft::shrink::{Shrink, ShrinkAction, Shrunk};
+use weft_ft::{bmg_degree, for_each_bmg_neighbor, RankSet};
 
-use super::{log2_ceil, mix, msg_stats, Config, Core, Delivered, Proto, Report, Violation};
+use crate::{log2_ceil, mix, msg_stats, Config, Core, Delivered, Proto, Report, Violation};
 
 /// Run `cfg` and check its invariants.
 pub fn run(cfg: &Config) -> Result<Report, Box<Violation>> {
@@ -15,7 +15,7 @@ pub fn run(cfg: &Config) -> Result<Report, Box<Violation>> {
         Proto::Era | Proto::Shrink => run_agree(cfg),
         Proto::Revoke => run_revoke(cfg),
         Proto::Detector => run_detector(cfg),
-        Proto::GossipFm | Proto::GossipHfl | Proto::Gossip3p => super::gossip::run_gossip(cfg),
+        Proto::GossipFm | Proto::GossipHfl | Proto::Gossip3p => crate::gossip::drive::run_gossip(cfg),
     }
 }
 
@@ -48,7 +48,7 @@ fn setup_failures<M>(cfg: &Config, core: &mut Core<M>, scale: u64, notices: bool
             }
         } else {
             let at = (f.frac * scale as f64) as u64;
-            core.push(at, super::Ev::Kill { rank: f.rank });
+            core.push(at, crate::Ev::Kill { rank: f.rank });
         }
     }
     before
@@ -249,8 +249,8 @@ fn run_agree(cfg: &Config) -> Result<Report, Box<Violation>> {
         }
     }
     // Early return makes ERA non-uniform for a rank that returns and then dies before its
-    // decision reached anyone (seed 004: the value is fixed "except if it fails itself");
-    // count such ranks, they are not a violation.
+    // decision reached anyone: an early-returning rank only knows that the value is fixed
+    // "except if it fails itself". Count such ranks; they are not a violation.
     let mut dead_differ = 0;
     for r in 0..n {
         if decided_at[r as usize] != u64::MAX && !core.alive(r) {
@@ -361,7 +361,7 @@ fn final_decision(node: &Node, n: u32) -> Decision {
     let v = node.era().decision().expect("decided").clone();
     match node {
         Node::Era(_) => Decision::Era(v),
-        Node::Shrink(_) => Decision::Shrunk(crate::shrink::shrunk_of(n, &v)),
+        Node::Shrink(_) => Decision::Shrunk(weft_ft::shrink::shrunk_of(n, &v)),
     }
 }
 
@@ -491,7 +491,8 @@ enum DetMsg {
     Finding(u32),
 }
 
-/// Detector timing: heartbeat period and timeout (ns), 1:3 as seed 004 recommends.
+/// Detector timing: heartbeat period and timeout (ns); the period is a third of the timeout,
+/// the ratio ULFM's Open MPI detector recommends.
 pub const DET_PERIOD: u64 = 100_000;
 /// See [`DET_PERIOD`].
 pub const DET_TIMEOUT: u64 = 300_000;
@@ -508,7 +509,7 @@ fn run_detector(cfg: &Config) -> Result<Report, Box<Violation>> {
         if at == 0 {
             core.died[f.rank as usize] = 0;
         } else {
-            core.push(at, super::Ev::Kill { rank: f.rank });
+            core.push(at, crate::Ev::Kill { rank: f.rank });
         }
         fails_at.push((f.rank, at));
     }

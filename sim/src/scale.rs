@@ -56,12 +56,12 @@ pub struct ScaleOpts {
 }
 
 /// Run the scale series; `each` sees every row as it completes. Stops the fault matrix at
-/// [`super::gossip::FM_MAX_N`].
+/// [`crate::gossip::drive::FM_MAX_N`].
 pub fn scale(o: &ScaleOpts, mut each: impl FnMut(&Row)) -> Result<Vec<Row>, Box<Violation>> {
     let mut rows = Vec::new();
     for lg in o.from..=o.to {
         let n = 1u32 << lg;
-        if o.proto == Proto::GossipFm && n > super::gossip::FM_MAX_N {
+        if o.proto == Proto::GossipFm && n > crate::gossip::drive::FM_MAX_N {
             break;
         }
         let mut c = Config::new(o.proto, n, o.seed, o.mode, o.failures);

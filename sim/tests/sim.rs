@@ -1,4 +1,4 @@
-//! Random-seed simulation tests of the FT protocols (DESIGN §4, issue 6).
+//! Random-seed simulation tests of the FT protocols and the gossip consensus under `weft-sim`.
 //!
 //! Each test runs many seeds; the seed fixes N (mostly small, some up to 2^14), the failure
 //! mode and count, the network model variation and the whole schedule. A violation panics
@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use weft_ft::sim::{fuzz_n, run, Config, Mode, Proto};
+use weft_sim::{fuzz_n, run, Config, Mode, Proto};
 
 fn scale() -> u64 {
     std::env::var("WEFT_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1)
@@ -27,7 +27,7 @@ fn fuzz(proto: Proto, seeds: u64, max_log: u32, big: u64) {
     }
     for s in 0..big * k {
         let seed = base + 900_000 + s;
-        let (mode, f) = weft_ft::sim::random_mode(proto, 1 << 14, seed);
+        let (mode, f) = weft_sim::random_mode(proto, 1 << 14, seed);
         let mode = if mode == Mode::None { Mode::During } else { mode };
         if let Err(v) = run(&Config::new(proto, 1 << 14, seed, mode, f.max(1))) {
             panic!("{v}");
