@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use weft_engine::{CommId, ReqId};
 
-use crate::ops::Core;
+use crate::ops::OpsCore;
 use crate::{Config, EngineError, Error, Status};
 
 use crate::Result;
@@ -24,7 +24,7 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 ///
 /// Not `Send`: one thread drives the engine.
 pub struct Weft {
-    core: Rc<Core>,
+    core: Rc<OpsCore>,
 }
 
 /// Initialise weft from the environment: reads `WEFT_*` settings, bootstraps through
@@ -54,7 +54,7 @@ pub fn init_with(cfg: Config) -> Result<Weft> {
     if INITIALIZED.swap(true, Ordering::AcqRel) {
         return Err(Error::AlreadyInitialized);
     }
-    let res = Core::new(cfg).map(|core| Weft { core: Rc::new(core) });
+    let res = OpsCore::new(cfg).map(|core| Weft { core: Rc::new(core) });
     if res.is_err() {
         INITIALIZED.store(false, Ordering::Release);
     }
@@ -68,7 +68,7 @@ impl Weft {
     }
 
     /// The operations core of this instance (what the C ABI calls).
-    pub(crate) fn core(&self) -> &Core {
+    pub(crate) fn core(&self) -> &OpsCore {
         &self.core
     }
 
@@ -167,7 +167,7 @@ impl Drop for Weft {
 /// A communicator handle. Cheap to clone; all clones name the same communicator.
 #[derive(Clone)]
 pub struct Comm {
-    pub(crate) core: Rc<Core>,
+    pub(crate) core: Rc<OpsCore>,
     pub(crate) id: CommId,
 }
 
@@ -209,7 +209,7 @@ impl Comm {
     }
 
     pub(crate) fn same_instance(&self, s: &Scope<'_, '_>) -> Result<()> {
-        if std::ptr::eq(Rc::as_ptr(&self.core), s.core as *const Core) {
+        if std::ptr::eq(Rc::as_ptr(&self.core), s.core as *const OpsCore) {
             Ok(())
         } else {
             Err(EngineError::InvalidArg("scope belongs to another weft instance".into()).into())
@@ -292,7 +292,7 @@ impl Comm {
 
 /// A scope for non-blocking operations; see [`Weft::scope`].
 pub struct Scope<'scope, 'env: 'scope> {
-    core: &'env Core,
+    core: &'env OpsCore,
     live: RefCell<Vec<ReqId>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
@@ -321,7 +321,7 @@ impl Drop for ScopeGuard<'_, '_, '_> {
 /// A pending non-blocking operation.
 pub struct Request<'scope> {
     id: ReqId,
-    core: &'scope Core,
+    core: &'scope OpsCore,
 }
 
 impl Request<'_> {
@@ -343,7 +343,7 @@ impl Request<'_> {
 }
 
 /// The instance of a list of requests and their ids (`None` for an empty list).
-fn ids_of<'a>(reqs: &[Request<'a>]) -> Option<(&'a Core, Vec<ReqId>)> {
+fn ids_of<'a>(reqs: &[Request<'a>]) -> Option<(&'a OpsCore, Vec<ReqId>)> {
     let core = reqs.first()?.core;
     Some((core, reqs.iter().map(|r| r.id).collect()))
 }

@@ -29,7 +29,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use weft_engine::{CommId, ReqId, Status};
 
-use crate::ops::Core;
+use crate::ops::OpsCore;
 use crate::{EngineError, Error, Weft};
 
 mod coll;
@@ -237,7 +237,7 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> R<T>) -> R<T> {
 type Done = HashMap<u64, Result<Status, EngineError>>;
 
 /// Run `f` with the operations core and the table of reported-later completions.
-fn with_core<T>(f: impl FnOnce(&Core, &mut Done) -> R<T>) -> R<T> {
+fn with_core<T>(f: impl FnOnce(&OpsCore, &mut Done) -> R<T>) -> R<T> {
     with_state(|s| f(s.weft.core(), &mut s.done))
 }
 
@@ -335,7 +335,12 @@ fn comm(c: weft_comm) -> CommId {
 
 /// Complete request `id` if it is done (`wait`: block until it is). `None` while pending
 /// (including `ProcFailedPending`, which is returned as `Some(Err)` but leaves it pending).
-fn finish(core: &Core, done: &mut Done, id: weft_request, wait: bool) -> Option<Result<Status, EngineError>> {
+fn finish(
+    core: &OpsCore,
+    done: &mut Done,
+    id: weft_request,
+    wait: bool,
+) -> Option<Result<Status, EngineError>> {
     if let Some(r) = done.remove(&id) {
         return Some(r);
     }

@@ -5,7 +5,7 @@
 use weft_coll::{Kind, Spec};
 use weft_engine::{CommId, ReqId};
 
-use super::{Core, EngineResult};
+use super::{EngineResult, OpsCore};
 use crate::{Config, EngineError};
 
 /// The collectives state of a new instance: node of every world rank (from the runtime), the
@@ -17,7 +17,7 @@ pub(super) fn state(cfg: &Config, rt: &dyn weft_pmix::Runtime) -> weft_coll::Col
     c
 }
 
-impl Core {
+impl OpsCore {
     /// Barrier: the collectives engine's, which on an error sends an abort along its schedule
     /// so that a rank whose partners are alive does not wait for one that bailed out; then the
     /// uniform-mode hook (an agreement on the outcome when the communicator is uniform).

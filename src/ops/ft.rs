@@ -4,7 +4,7 @@
 
 use weft_engine::{CommId, ErrScope, ReqId};
 
-use super::{Core, EngineResult};
+use super::{EngineResult, OpsCore};
 use crate::{Config, Result};
 
 /// Install the FT layer on a freshly wired engine.
@@ -26,7 +26,7 @@ pub(super) fn install(
     Ok(weft_ft::Ft::install(e, opts)?)
 }
 
-impl Core {
+impl OpsCore {
     /// Counters of the fault-tolerance layer.
     pub(crate) fn ft_stats(&self) -> weft_ft::FtStats {
         self.ft.stats()

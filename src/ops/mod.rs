@@ -8,7 +8,7 @@
 //! runs, the uniform-mode hook, the blocking agreement path, how buffer sizes follow from
 //! counts) is decided here once, so the front ends cannot drift apart.
 //!
-//! [`Core`] is one weft instance. It is not `Send`: one thread drives the engine. The engine
+//! [`OpsCore`] is one weft instance. It is not `Send`: one thread drives the engine. The engine
 //! and the collectives state sit in `RefCell`s that an operation borrows for its own duration;
 //! a re-entrant call (a user reduction calling weft) finds them borrowed and fails with
 //! `InvalidArg` instead of aliasing them.
@@ -31,7 +31,7 @@ mod p2p;
 pub(crate) type EngineResult<T> = std::result::Result<T, EngineError>;
 
 /// One weft instance: runtime, engine, collectives and FT state.
-pub(crate) struct Core {
+pub(crate) struct OpsCore {
     engine: RefCell<Engine>,
     rt: SharedRuntime,
     cfg: Config,
@@ -40,14 +40,14 @@ pub(crate) struct Core {
     coll: RefCell<weft_coll::Coll>,
 }
 
-impl Core {
+impl OpsCore {
     /// Start the runtime, wire the transports into an engine, install FT and the collectives.
-    pub(crate) fn new(cfg: Config) -> Result<Core> {
+    pub(crate) fn new(cfg: Config) -> Result<OpsCore> {
         let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(weft_pmix::from_env()?));
         let mut engine = crate::init::wire(&cfg, rt.clone())?;
         let ft = ft::install(&cfg, &rt, &mut engine)?;
         let coll = coll::state(&cfg, &**rt.borrow());
-        Ok(Core {
+        Ok(OpsCore {
             engine: RefCell::new(engine),
             rt,
             cfg,

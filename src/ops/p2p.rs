@@ -4,10 +4,10 @@
 
 use weft_engine::{CommId, ReqId, Stats, Status};
 
-use super::{Core, EngineResult};
+use super::{EngineResult, OpsCore};
 use crate::EngineError;
 
-impl Core {
+impl OpsCore {
     /// The communicator of every process of the job.
     pub(crate) fn world(&self) -> CommId {
         self.engine.borrow().world()
