@@ -41,24 +41,24 @@ fn readme_hello() -> String {
     code.split("\n```").next().unwrap().to_string() + "\n"
 }
 
-/// `sh -c script` with `vars` set; stdout on success, a failure with stderr otherwise.
+/// Run `cmd` with a hard deadline; its stdout, after asserting it succeeded.
 /// `cargo test` puts `target/<profile>` on `LD_LIBRARY_PATH`, which the loader searches before
-/// the program's rpath: the jobs here must not see it, or they would run the build tree's
+/// the program's rpath: the commands here must not see it, or they would run the build tree's
 /// library instead of the installed one.
+fn ok(mut cmd: Command, limit: Duration) -> String {
+    cmd.env_remove("LD_LIBRARY_PATH");
+    let what = format!("{cmd:?}");
+    let out = common::run_with_timeout(cmd, limit);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{what} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    stdout
+}
+
+/// `sh -c script` with `vars` set, through [`ok`].
 fn sh(script: &str, vars: &[(&str, &Path)]) -> String {
     let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(script).env_remove("LD_LIBRARY_PATH");
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    let out = common::run_with_timeout(cmd, Duration::from_secs(300));
-    let (stdout, stderr) = common::text(&out);
-    assert!(
-        out.status.success(),
-        "`{script}` failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    stdout
+    cmd.arg("-c").arg(script).envs(vars.iter().copied());
+    ok(cmd, Duration::from_secs(300))
 }
 
 #[test]
@@ -74,20 +74,13 @@ fn c_program_from_installed_prefix() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let prefix = work.join("prefix");
-    let out = Command::new(root().join("scripts/install"))
+    let mut install = Command::new(root().join("scripts/install"));
+    install
         .args(["--no-build", "--profile", &profile, "--target-dir"])
         .arg(target)
         .arg("--prefix")
-        .arg(&prefix)
-        .output()
-        .expect("run scripts/install");
-    assert!(
-        out.status.success(),
-        "scripts/install failed ({}):\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&prefix);
+    ok(install, Duration::from_secs(300));
 
     let soversion = format!("0.{}", env!("CARGO_PKG_VERSION_MINOR"));
     let version = env!("CARGO_PKG_VERSION");
@@ -140,15 +133,8 @@ fn c_program_from_installed_prefix() {
     for exe in [&exe, &static_exe] {
         let mut cmd = Command::new(prefix.join("bin/weft-run"));
         cmd.args(["-n", &RANKS.to_string(), "--timeout", &JOB_TIMEOUT.to_string()]).arg(exe);
-        cmd.env("WEFT_PROGRESS", "yield").env_remove("LD_LIBRARY_PATH");
-        let out = common::run_with_timeout(cmd, Duration::from_secs(JOB_TIMEOUT + 15));
-        let (stdout, stderr) = common::text(&out);
-        assert!(
-            out.status.success(),
-            "weft-run -n {RANKS} {}: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-            exe.display(),
-            out.status
-        );
+        cmd.env("WEFT_PROGRESS", "yield");
+        let stdout = ok(cmd, Duration::from_secs(JOB_TIMEOUT + 15));
         for r in 0..RANKS {
             let line = format!("hello from rank {r} of {RANKS}");
             assert_eq!(
