@@ -523,6 +523,8 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
             // regions were bounds-checked by `region` and stay valid until the run ends.
             let wait = if is_send {
                 let id = if staged {
+                    // SAFETY: as above: the slot of HDR + reg.len bytes is in the arena and
+                    // holds nothing else; `p` is a checked region that outlives the request.
                     unsafe {
                         let st = arena.add(slot);
                         put_header(st, load_hdr(&self.hdr));
@@ -530,12 +532,17 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
                         e.isend_coll_opt(self.comm, st, HDR + reg.len, peer, self.tag)?
                     }
                 } else {
+                    // SAFETY: as above: `p` is a checked region of reg.len bytes that outlives
+                    // the request.
                     unsafe { e.isend_coll_opt(self.comm, p, reg.len, peer, self.tag)? }
                 };
                 id.map_or(Wait::Done, Wait::Req)
             } else {
                 let (dst, len) =
+                    // SAFETY: as above: `slot` is an offset inside the arena.
                     if staged { (unsafe { arena.add(slot) }, HDR + reg.len) } else { (p, reg.len) };
+                // SAFETY: as above: dst holds len bytes (slot or region) that nothing else
+                // touches until the receive completes.
                 match unsafe { e.irecv_coll_opt(self.comm, dst, len, peer as i32, self.tag)? } {
                     RecvStart::Pending(id) => Wait::Req(id),
                     RecvStart::Done(st) => Wait::Early(st),

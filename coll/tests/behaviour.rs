@@ -41,6 +41,8 @@ fn outstanding_collectives_complete_in_any_order() {
             for i in 0..3 {
                 let k = (i + r as usize) % 3 + 3 * j;
                 let d = outs[k].take().unwrap();
+                // SAFETY: sends[k] and recvs[k] (through d) are not touched again until every
+                // request has been waited for below.
                 ids[k] = Some(unsafe { iallreduce(e, c, comms[k % 3], &sends[k], d).unwrap() });
             }
         }
@@ -65,7 +67,9 @@ fn same_communicator_nonblocking_do_not_cross() {
         let a = vec![r as i64; 3];
         let b = vec![10 * r as i64; 500];
         let (mut ra, mut rb) = (vec![0; 3], vec![0; 500]);
+        // SAFETY: a and ra are left alone until x has been waited for.
         let x = unsafe { iallreduce(e, c, w, &a, &mut ra).unwrap() };
+        // SAFETY: b and rb are left alone until y has been waited for.
         let y = unsafe { iallreduce(e, c, w, &b, &mut rb).unwrap() };
         e.wait(y).unwrap();
         e.wait(x).unwrap();
@@ -98,16 +102,19 @@ fn mismatched_arguments_give_typed_errors() {
         let mut s = Spec::new(Kind::Allreduce, DType::I32);
         s.count = 4;
         s.op = Some(Op::Sum);
+        // SAFETY: null buffers with a nonzero count are rejected before any access.
         assert!(matches!(unsafe { c.run(e, w, &s) }, Err(Error::InvalidArg(_))));
         let (x, mut y) = ([0i32; 2], [0i32; 4]);
         s.send = x.as_ptr() as *const u8;
         s.send_len = 8;
         s.recv = y.as_mut_ptr() as *mut u8;
         s.recv_len = 16;
+        // SAFETY: send_len and recv_len are the sizes of x and y, which outlive the call.
         assert!(matches!(unsafe { c.run(e, w, &s) }, Err(Error::InvalidArg(_))));
         // Operation not applicable to the type.
         s.dtype = DType::F64;
         s.op = Some(Op::Band);
+        // SAFETY: as above (x and y, their true sizes).
         assert!(matches!(unsafe { c.run(e, w, &s) }, Err(Error::InvalidArg(_))));
         e.barrier(w).unwrap();
 
@@ -151,6 +158,7 @@ fn mismatched_arguments_give_typed_errors() {
             s.recv_len = 8;
             s.count = 8;
             s.op = Some(Op::Sum);
+            // SAFETY: src and buf hold the 8 bytes named and outlive this blocking call.
             unsafe { c.run(e, w, &s) }
         };
         assert!(res.is_ok() || res.as_ref().is_err_and(is_mismatch), "{res:?}");
@@ -178,25 +186,31 @@ fn cached_call_shape_still_validates() {
         s.recv = y.as_mut_ptr() as *mut u8;
         s.recv_len = 32;
         for _ in 0..2 {
+            // SAFETY: x and y hold the 32 bytes named and outlive this blocking call.
             unsafe { c.run(e, d, &s) }.unwrap();
             assert_eq!(y, [3i64; 4]);
         }
         // Same shape, bad buffers: a short receive buffer, a null send buffer.
         let mut t = Spec { recv_len: 24, ..s.clone() };
+        // SAFETY: x and y are larger than the lengths named.
         let r = unsafe { c.run(e, d, &t) };
         assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("receive buffer of 24 bytes")), "{r:?}");
         t = Spec { send: std::ptr::null(), ..s.clone() };
+        // SAFETY: the null send buffer is rejected before any access; y is as above.
         let r = unsafe { c.run(e, d, &t) };
         assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("null send")), "{r:?}");
         // Same shape and element size, an operation the type does not take.
         t = Spec { dtype: DType::F64, op: Some(Op::Band), ..s.clone() };
+        // SAFETY: x and y, their true sizes, outlive the call.
         assert!(matches!(unsafe { c.run(e, d, &t) }, Err(Error::InvalidArg(_))));
         // The rejected calls used no sequence number: the next good one still matches.
         y = [0; 4];
+        // SAFETY: as in the loop above.
         unsafe { c.run(e, d, &s) }.unwrap();
         assert_eq!(y, [3i64; 4]);
         e.barrier(w).unwrap();
         e.comm_free(d).unwrap();
+        // SAFETY: as in the loop above (the freed communicator is rejected anyway).
         assert!(matches!(unsafe { c.run(e, d, &s) }, Err(Error::InvalidComm)));
     });
 }
@@ -217,6 +231,8 @@ fn failed_rank_gives_proc_failed_without_hang() {
             }
             let s = vec![1i64; 40];
             let mut d = vec![0i64; 40];
+            // SAFETY: s and d are left alone until test reports the request complete (a
+            // stuck run panics, and nothing progresses the engine after that).
             let id = unsafe { iallreduce(e, c, w, &s, &mut d).unwrap() };
             let t0 = std::time::Instant::now();
             let res = loop {
@@ -264,6 +280,7 @@ fn inter_node_messages(nodes: &'static [u32], alg: &'static str) -> u64 {
             .sum();
         let s = [r as i64];
         let mut d = [0i64];
+        // SAFETY: the request is waited for before s and d are used again.
         unsafe { iallreduce(e, c, w, &s, &mut d).and_then(|id| e.wait(id)).unwrap() };
         let after: u64 = (0..n)
             .filter(|&p| nodes[p as usize] != nodes[r as usize])

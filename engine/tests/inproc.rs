@@ -46,7 +46,9 @@ fn eager_and_rendezvous_ring() {
             let sbuf: Vec<u8> = (0..len).map(|i| (i as u32 * 7 + me) as u8).collect();
             let mut rbuf = vec![0u8; len];
             let from = (me + 3) % 4;
+            // SAFETY: rbuf holds len bytes and is not touched until wait_all below completes r.
             let r = unsafe { e.irecv(w, rbuf.as_mut_ptr(), len, from as i32, 5).unwrap() };
+            // SAFETY: sbuf holds len bytes and lives, unwritten, until wait_all completes s.
             let s = unsafe { e.isend(w, sbuf.as_ptr(), len, (me + 1) % 4, 5).unwrap() };
             let st = e.wait_all(&[r, s]).unwrap();
             assert_eq!((st[0].source, st[0].tag, st[0].count), (from, 5, len));
@@ -64,6 +66,7 @@ fn flow_control_keeps_order() {
         if me == 0 {
             let bufs: Vec<[u8; 4]> = (0..200u32).map(|i| i.to_le_bytes()).collect();
             let ids: Vec<_> =
+                // SAFETY: each b is 4 bytes of bufs, which is not written and outlives wait_all.
                 bufs.iter().map(|b| unsafe { e.isend(w, b.as_ptr(), 4, 1, 3).unwrap() }).collect();
             e.wait_all(&ids).unwrap();
         } else {
@@ -118,6 +121,7 @@ fn bad_input_is_typed_and_harmless() {
         let mut b = [0u8; 1];
         assert!(matches!(e.recv(w, &mut b, 9, 0), Err(Error::InvalidRank { .. })));
         assert!(matches!(e.recv(w, &mut b, -2, 0), Err(Error::InvalidRank { .. })));
+        // SAFETY: a NULL buffer is rejected before any access (the point of this check).
         assert!(matches!(unsafe { e.isend(w, std::ptr::null(), 4, 1, 0) }, Err(Error::InvalidArg(_))));
         assert!(matches!(e.wait(ReqId::from_raw(12345)), Err(Error::InvalidRequest)));
         let d = e.comm_dup(w).unwrap();
@@ -182,7 +186,10 @@ fn failure_completes_pending_operations() {
             0 => {
                 let mut b = [0u8; 32];
                 let mut big = vec![0u8; 1 << 16];
+                // SAFETY: big is not touched again; its request completes (with ProcFailed)
+                // at the wait below.
                 let spec = unsafe { e.irecv(w, big.as_mut_ptr(), big.len(), 2, 9).unwrap() };
+                // SAFETY: b (32 bytes) is read only after the last wait completes wild.
                 let wild = unsafe { e.irecv(w, b.as_mut_ptr(), 32, ANY_SOURCE, 77).unwrap() };
                 let t0 = Instant::now();
                 let err = e.wait(spec).unwrap_err();
@@ -228,6 +235,7 @@ proptest! {
                     v
                 }).collect();
                 let ids: Vec<_> = msgs.iter().zip(&bufs)
+                    // SAFETY: each b lives in bufs, unwritten, until wait_all completes the sends.
                     .map(|(&(tag, _), b)| unsafe { e.isend(w, b.as_ptr(), b.len(), 1, tag).unwrap() })
                     .collect();
                 e.wait_all(&ids).unwrap();
@@ -238,6 +246,8 @@ proptest! {
                     let tag = if wild { ANY_TAG } else { remaining[k % remaining.len()].1 };
                     let pos = remaining.iter().position(|&(_, t)| tag == ANY_TAG || t == tag).unwrap();
                     let (want_seq, want_tag) = remaining.remove(pos);
+                    // SAFETY: b is read only after test reports the request complete (a stuck
+                    // receive panics, and nothing progresses the engine after that).
                     let id = unsafe { e.irecv(w, b.as_mut_ptr(), b.len(), 0, tag).unwrap() };
                     let t0 = Instant::now();
                     let st = loop {
@@ -273,8 +283,11 @@ impl Activity for RingToken {
             match self.stage {
                 0 => {
                     let id = if me == 0 {
+                        // SAFETY: self.buf is boxed (a stable address) and owned by this
+                        // activity, which leaves it alone until take_result reports the request.
                         unsafe { e.isend_coll(self.comm, self.buf.as_ptr(), 4, 1 % n, FIRST_COLL_TAG) }
                     } else {
+                        // SAFETY: as above: the boxed self.buf is untouched until completion.
                         unsafe {
                             e.irecv_coll(self.comm, self.buf.as_mut_ptr(), 4, (me - 1) as i32, FIRST_COLL_TAG)
                         }
@@ -290,6 +303,8 @@ impl Activity for RingToken {
                     }
                     Ok(Some(_)) => {
                         let id = if me == 0 {
+                            // SAFETY: the previous request on self.buf has completed; the boxed
+                            // buffer is untouched until take_result reports this one.
                             unsafe {
                                 e.irecv_coll(
                                     self.comm,
@@ -301,6 +316,8 @@ impl Activity for RingToken {
                             }
                         } else {
                             self.buf[0] += 1;
+                            // SAFETY: the receive into self.buf has completed; the boxed buffer
+                            // is not written until take_result reports this send.
                             unsafe {
                                 e.isend_coll(self.comm, self.buf.as_ptr(), 4, (me + 1) % n, FIRST_COLL_TAG)
                             }
@@ -358,6 +375,7 @@ fn class_handlers_and_revoke() {
         .unwrap();
         assert!(e.set_handler(3, Box::new(|_, _, _, _| {})).is_err());
         let mut b = [0u8; 4];
+        // SAFETY: b is not touched; the request completes (Revoked) at the wait below.
         let pending = unsafe { e.irecv(d, b.as_mut_ptr(), 4, 1 - me as i32, 0).unwrap() };
         if me == 0 {
             let hdr = Header { class: 40, len: 7, ..Header::default() };
@@ -391,6 +409,7 @@ fn group_error_scope_reports_any_member_failure() {
         // Rank 0 and 1 wait on each other on `d`; rank 2's death must still end the wait.
         let mut b = [0u8; 1];
         // (If the death is already known, posting the receive reports it at once.)
+        // SAFETY: b is used again only after the request completed (wait) or was never made.
         let err = match unsafe { e.irecv(d, b.as_mut_ptr(), 1, 1 - me as i32, 5) } {
             Ok(r) => e.wait(r).unwrap_err(),
             Err(err) => err,
@@ -412,9 +431,11 @@ fn receive_matched_at_post_completes_without_request() {
         if me == 0 {
             let m = [7u8; 8];
             for _ in 0..2 {
+                // SAFETY: m is never written; an eager send (asserted) keeps no pointer to it.
                 assert!(unsafe { e.isend_coll_opt(w, m.as_ptr(), 8, 1, 3).unwrap() }.is_none());
             }
             let big = [1u8; 64];
+            // SAFETY: as above; big outlives the call and is never written.
             assert!(unsafe { e.isend_coll_opt(w, big.as_ptr(), 64, 1, 4).unwrap() }.is_none());
         } else {
             // Wait until both messages of tag 3 are here (unexpected), then post.
@@ -424,6 +445,7 @@ fn receive_matched_at_post_completes_without_request() {
                 assert!(t.elapsed() < Duration::from_secs(10), "messages never arrived");
             }
             let mut b = [0u8; 8];
+            // SAFETY: b is read only in the Done arm, when the receive has completed.
             match unsafe { e.irecv_coll_opt(w, b.as_mut_ptr(), 8, 0, 3).unwrap() } {
                 RecvStart::Done(st) => assert_eq!((st.source, st.count, b), (0, 8, [7u8; 8])),
                 RecvStart::Pending(_) => panic!("a message already here must complete at post"),
@@ -431,11 +453,13 @@ fn receive_matched_at_post_completes_without_request() {
             // Truncation is reported at post, not hidden.
             let mut small = [0u8; 16];
             assert!(matches!(
+                // SAFETY: truncation fails the post, so no request keeps a pointer to small.
                 unsafe { e.irecv_coll_opt(w, small.as_mut_ptr(), 16, 0, 4) },
                 Err(Error::Truncated { .. })
             ));
             // Nothing of tag 5 has arrived: a request to wait for.
             let mut c = [0u8; 8];
+            // SAFETY: c is read only after wait completes the pending request.
             match unsafe { e.irecv_coll_opt(w, c.as_mut_ptr(), 8, 0, 5).unwrap() } {
                 RecvStart::Pending(id) => {
                     e.barrier(w).unwrap();
@@ -447,6 +471,7 @@ fn receive_matched_at_post_completes_without_request() {
             // The second message of tag 3 is still queued, intact.
             let mut d = [0u8; 8];
             assert!(matches!(
+                // SAFETY: the message is already here: the receive completes at post (asserted).
                 unsafe { e.irecv_coll_opt(w, d.as_mut_ptr(), 8, 0, 3).unwrap() },
                 RecvStart::Done(_)
             ));
@@ -455,6 +480,7 @@ fn receive_matched_at_post_completes_without_request() {
         }
         e.barrier(w).unwrap();
         let m = [9u8; 8];
+        // SAFETY: m is never written; an eager send (asserted) keeps no pointer to it.
         assert!(unsafe { e.isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
     });
 }

@@ -1145,8 +1145,10 @@ mod tests {
         let key = a.expose(1, src.as_ptr(), src.len()).unwrap();
         assert_eq!(a.stats().last_expose, (src.as_ptr() as usize, src.len()));
         let mut dst = vec![0u8; src.len()];
+        // SAFETY: a read past the exposed length is rejected before anything is posted.
         let bad = unsafe { b.get(0, &key, dst.as_mut_ptr(), src.len() + 1) };
         assert!(matches!(bad, Err(TransportError::Invalid(_))));
+        // SAFETY: a key that `a` itself exposed is rejected before anything is posted.
         let wrong_peer = unsafe { a.get(1, &key, dst.as_mut_ptr(), 8) };
         assert!(matches!(wrong_peer, Err(TransportError::Invalid(_))), "{wrong_peer:?}");
         // SAFETY: dst is live and untouched until the read is reported.

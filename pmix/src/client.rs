@@ -364,6 +364,7 @@ unsafe extern "C" fn termination_handler(
         let infos: &[sys::pmix_info_t] = if info.is_null() || ninfo == 0 {
             &[]
         } else {
+            // SAFETY: see above (non-NULL here).
             unsafe { std::slice::from_raw_parts(info, ninfo) }
         };
         // SAFETY: see above.

@@ -884,8 +884,8 @@ mod loom {
             let mut r = HeapRing::new(4096);
             r.ctrl.head.store(4096 - 64, Release);
             r.ctrl.tail.store(4096 - 64, Release);
-            // SAFETY: r outlives both ends: the producer thread is joined before r drops.
-            // SAFETY: r is declared first, so it outlives both ends; split is called once.
+            // SAFETY: r outlives both ends (the producer thread is joined before r drops), and
+            // split is called once.
             let (mut p, mut c) = unsafe { r.split() };
             const LENS: [usize; 3] = [1000, 2000, 1000];
             let t = ::loom::thread::spawn(move || {

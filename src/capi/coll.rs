@@ -1086,10 +1086,8 @@ mod tests {
         assert_eq!(rc, super::super::weft_error::WEFT_ERR_NOT_INITIALIZED as c_int);
         let mut op = WEFT_OP_NULL;
         // SAFETY: `op` is valid; a NULL function is reported, not called.
-        assert_eq!(
-            unsafe { weft_op_create(None, 1, &mut op) },
-            super::super::weft_error::WEFT_ERR_ARG as c_int
-        );
+        let rc = unsafe { weft_op_create(None, 1, &mut op) };
+        assert_eq!(rc, super::super::weft_error::WEFT_ERR_ARG as c_int);
         let mut sz = 0usize;
         // SAFETY: `sz` is valid.
         assert_eq!(unsafe { weft_datatype_size(WEFT_DOUBLE_INT as c_int, &mut sz) }, 0);

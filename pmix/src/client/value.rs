@@ -202,23 +202,23 @@ fn value_as_u64(v: &sys::pmix_value_t) -> Option<u64> {
 /// for the duration of the call).
 pub(crate) unsafe fn procs_in_value(v: &sys::pmix_value_t, ns: &sys::pmix_nspace_t, out: &mut Vec<u32>) {
     if v.type_ == T_PROC {
-        // SAFETY (caller): type PMIX_PROC → `proc_` is the active member, NULL or valid.
+        // SAFETY: by the caller's contract, type PMIX_PROC → `proc_` is the active member, NULL or valid.
         let p = unsafe { v.data.proc_ };
-        // SAFETY (caller): non-null proc pointers delivered by libpmix are valid.
+        // SAFETY: by the caller's contract, non-null proc pointers delivered by libpmix are valid.
         if let Some(p) = unsafe { p.as_ref() } {
             if nspace_eq(&p.nspace, ns) {
                 out.push(p.rank);
             }
         }
     } else if v.type_ == T_DATA_ARRAY {
-        // SAFETY (caller): type PMIX_DATA_ARRAY → `darray` is the active member, NULL or valid.
+        // SAFETY: by the caller's contract, type PMIX_DATA_ARRAY → `darray` is the active member, NULL or valid.
         let Some(da) = (unsafe { v.data.darray.as_ref() }) else {
             return;
         };
         if da.type_ != T_PROC || da.array.is_null() {
             return;
         }
-        // SAFETY (caller): a data array of type PMIX_PROC holds `size` contiguous pmix_proc_t.
+        // SAFETY: by the caller's contract, a data array of type PMIX_PROC holds `size` contiguous pmix_proc_t.
         let procs = unsafe { std::slice::from_raw_parts(da.array.cast::<sys::pmix_proc_t>(), da.size) };
         out.extend(procs.iter().filter(|p| nspace_eq(&p.nspace, ns)).map(|p| p.rank));
     }
