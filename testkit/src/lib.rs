@@ -58,6 +58,7 @@
 //! ```
 
 pub mod inproc;
+pub mod job;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
