@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use weft_engine::transport::{Header, Transport};
 use weft_shm::{ShmConfig, ShmTransport};
 use weft_testkit::Harness;
-pub use weft_testkit::{kill_all, mono_ns, pin, put_file, wait_all, ChildEnv};
+pub use weft_testkit::{mono_ns, pin, put_file, wait_all, ChildEnv};
 
 /// The shm tests' harness: `WEFT_SHM_*` variables; every child-side wait gives up after 20 s.
 pub const H: Harness = Harness::new("WEFT_SHM").with_deadline(Duration::from_secs(20));
@@ -80,8 +80,8 @@ pub fn pingpong(c: &ChildEnv, iters: usize) {
 pub fn run_pingpong(args: &[&str], iters: usize) -> String {
     let dir = scratch_dir("pp");
     std::fs::write(dir.join("iters"), iters.to_string()).unwrap();
-    let mut ch = spawn("pingpong", 2, &dir, args);
-    wait_all(&mut ch, Duration::from_secs(60), &[]);
+    let mut ch = spawn("pingpong", 2, &dir, args, Duration::from_secs(60));
+    wait_all(&mut ch, &[]);
     let s = String::from_utf8(std::fs::read(dir.join("lat")).unwrap()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     s
