@@ -44,7 +44,7 @@ pub fn provider() -> &'static str {
 pub const SIZE: u64 = 8;
 /// `fi_pingpong -I`.
 pub const ITERS: u64 = 10_000;
-/// Target from the network-transport issue: weft's 8 B latency within 15% of fi_pingpong.
+/// Target of the network path: weft's 8 B latency within 15% of fi_pingpong's.
 pub const TARGET_RATIO: f64 = 1.15;
 
 /// Connection attempts of the client while the server starts listening (50 ms apart).
