@@ -86,21 +86,8 @@ fn run_traffic(n: u32) {
     }
 }
 
-#[test]
-fn two_processes() {
-    if child_env().is_some() {
-        return;
-    }
-    run_traffic(2);
-}
-
-#[test]
-fn four_processes() {
-    if child_env().is_some() {
-        return;
-    }
-    run_traffic(4);
-}
+// two_processes, four_processes.
+weft_testkit::traffic_tests!(child_env, run_traffic);
 
 /// The engine end to end over OfiTransport: eager and rendezvous sends both ways.
 fn engine_child(c: &ChildEnv) {

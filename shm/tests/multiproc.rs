@@ -63,21 +63,8 @@ fn run_traffic(n: u32) {
     weft_testkit::traffic::run(&H, "traffic", n, CHILD_ARGS, WATCHDOG, |_| {});
 }
 
-#[test]
-fn two_processes() {
-    if child_env().is_some() {
-        return;
-    }
-    run_traffic(2);
-}
-
-#[test]
-fn four_processes() {
-    if child_env().is_some() {
-        return;
-    }
-    run_traffic(4);
-}
+// two_processes, four_processes.
+weft_testkit::traffic_tests!(child_env, run_traffic);
 
 /// A peer that dies between `create` and `connect` yields `PeerDead`, both when it is a
 /// zombie (pid still allocated) and after it has been reaped.

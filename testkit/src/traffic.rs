@@ -397,6 +397,29 @@ pub fn child<T: Transport + ?Sized>(
     }
 }
 
+/// The traffic test's entry points in a crate's `tests/multiproc.rs`: `two_processes` and
+/// `four_processes`, which call `$run(n)` (the crate's wrapper of [`run`]) in the parent test
+/// process and do nothing in a child (whose entry point is the crate's `child_main`).
+/// `$child_env` is the crate's `child_env` function.
+#[macro_export]
+macro_rules! traffic_tests {
+    ($child_env:path, $run:path) => {
+        #[test]
+        fn two_processes() {
+            if $child_env().is_none() {
+                $run(2);
+            }
+        }
+
+        #[test]
+        fn four_processes() {
+            if $child_env().is_none() {
+                $run(4);
+            }
+        }
+    };
+}
+
 /// The parent's side: start `n` children running `role` (`args` go to the re-executed binary;
 /// `prepare` may write files the children read into the scratch directory first), wait until
 /// every one is in phase 4, SIGKILL the last, and require the others to exit with status 0.
