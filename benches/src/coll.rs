@@ -21,6 +21,7 @@ use weft::coll::Op;
 use weft_testkit::job::{Event, Line, Stream, Supervisor};
 
 use crate::peers::{self, Peer};
+use crate::report::median;
 
 /// One collective benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -178,16 +179,6 @@ pub fn main(args: Vec<String>) -> ExitCode {
 fn counts(iters: u32, size: u64) -> (u32, u32) {
     let it = if size > 8192 { (iters / 10).max(1) } else { iters };
     (it, it / 10)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 fn pin(rank: u32) {

@@ -26,6 +26,7 @@ mod scenarios;
 
 use clap::Parser;
 
+use crate::report::median;
 pub use cli::FtCli;
 
 /// Prefix of every result line a worker (weft or the ULFM peer) prints.
@@ -41,19 +42,6 @@ fn ncores() -> usize {
 
 fn scaled(base: u64, scale: f64) -> u64 {
     ((base as f64 * scale + 0.5) as u64).max(1)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
 }
 
 /// Entry point of `weft-bench ft …` (`args` without the program name and `ft`).
