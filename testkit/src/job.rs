@@ -391,9 +391,16 @@ impl Job {
 
 impl Drop for Job {
     fn drop(&mut self) {
-        if matches!(self.state, State::Running) {
-            let _ = killpg(self.pgid, Signal::SIGKILL);
-            let _ = self.child.wait();
+        match self.state {
+            State::Running => {
+                let _ = killpg(self.pgid, Signal::SIGKILL);
+                let _ = self.child.wait();
+            }
+            // The leader is gone but the rest of its group was not ended yet.
+            State::Draining { end: End::Exited(_), .. } => {
+                let _ = killpg(self.pgid, Signal::SIGKILL);
+            }
+            State::Draining { .. } | State::Ended { .. } => {}
         }
     }
 }
@@ -533,6 +540,24 @@ mod tests {
         let f = j.finish();
         assert!(f.end.success());
         wait_gone(f.stdout.trim().parse().unwrap());
+    }
+
+    #[test]
+    fn drop_after_the_leader_exited_kills_the_rest_of_the_group() {
+        let mut j =
+            Supervisor::new(Duration::from_secs(60)).spawn(sh("sleep 60 >/dev/null 2>&1 & echo $!")).unwrap();
+        let pid: i32 = match j.next_event() {
+            Event::Line(l) => l.text.trim().parse().unwrap(),
+            e => panic!("{e:?}"),
+        };
+        let t0 = Instant::now();
+        while j.exit_status().is_none() {
+            assert!(t0.elapsed() < Duration::from_secs(5), "sh did not exit");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(alive(pid));
+        drop(j);
+        wait_gone(pid);
     }
 
     #[test]
