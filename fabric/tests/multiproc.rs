@@ -28,7 +28,7 @@ fn child_main() {
     let Some(c) = child_env() else { return };
     match c.role.as_str() {
         "traffic" => traffic(&c),
-        "pingpong" => pingpong(&c),
+        "pingpong" => weft_testkit::pingpong::child(&H, &c, |c| bootstrap(c, &lo_cfg(c))),
         "engine" => engine_child(&c),
         "sendonly" => sendonly_child(&c),
         r => panic!("unknown role {r}"),
@@ -131,45 +131,9 @@ fn engine_over_ofi() {
     }
 }
 
-/// Ping-pong role: `iters` round trips of an 8-byte payload (after a warm-up); rank 0 writes
-/// the one-way latency to `dir/lat`.
-fn pingpong(c: &ChildEnv) {
-    let iters: usize = String::from_utf8(get_file(&c.dir, "iters")).unwrap().trim().parse().unwrap();
-    let pinned = pin(c.rank as usize);
-    let mut t = bootstrap(c, &lo_cfg(c));
-    let other = 1 - c.rank;
-    let payload = [7u8; 8];
-    let mut sink = |_: u32, _: &Header, p: &[u8]| assert_eq!(p.len(), 8);
-    let mut run = |t: &mut OfiTransport, n: usize| -> Duration {
-        let start = Instant::now();
-        let h = Header { class: 1, len: 8, ..Header::default() };
-        for _ in 0..n {
-            if c.rank == 0 {
-                while !t.try_send(other, &h, &payload).unwrap() {}
-                while t.poll(1, &mut sink) == 0 {}
-            } else {
-                while t.poll(1, &mut sink) == 0 {}
-                while !t.try_send(other, &h, &payload).unwrap() {}
-            }
-        }
-        start.elapsed()
-    };
-    run(&mut t, 1000.min(iters));
-    let d = run(&mut t, iters);
-    if c.rank == 0 {
-        let line = format!(
-            "{:.2} µs one-way ({} iterations, {})",
-            d.as_nanos() as f64 / (2 * iters) as f64 / 1000.0,
-            iters,
-            if pinned { "pinned" } else { "unpinned" }
-        );
-        put_file(&c.dir, "lat", line.as_bytes());
-    }
-    barrier_polling(c, &mut t, "pp-done", 2);
-}
-
-/// 8-byte ping-pong latency over the test provider on lo (printed, not asserted). Meaningful in a
-/// release build: `cargo test -p weft-fabric --release --test multiproc pingpong -- --nocapture`.
+/// 8-byte ping-pong latency (`weft_testkit::pingpong`) over the test provider on lo (printed,
+/// not asserted). Meaningful in a release build:
+/// `cargo test -p weft-fabric --release --test multiproc pingpong -- --nocapture`.
 #[test]
 fn pingpong_latency() {
     if child_env().is_some() {
@@ -177,14 +141,8 @@ fn pingpong_latency() {
     }
     let iters = std::env::var("WEFT_FI_PP_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000usize);
     for p in test_providers() {
-        let dir = scratch_dir("pp");
-        set_provider(&dir, &p);
-        std::fs::write(dir.join("iters"), iters.to_string()).unwrap();
-        let mut ch = spawn("pingpong", 2, &dir, CHILD_ARGS, WATCHDOG);
-        wait_all(&mut ch, &[]);
-        let s = String::from_utf8(std::fs::read(dir.join("lat")).unwrap()).unwrap();
-        println!("weft-fabric OfiTransport ping-pong, {p} on lo, 8-byte payload: {s}");
-        let _ = std::fs::remove_dir_all(&dir);
+        let s = weft_testkit::pingpong::run(&H, CHILD_ARGS, iters, WATCHDOG, |dir| set_provider(dir, &p));
+        println!("weft-fabric OfiTransport ping-pong, {p} on lo, 8-byte payload: one-way latency (ns) {s}");
     }
 }
 

@@ -16,7 +16,7 @@
 //! [`job`] is the child-process supervisor itself, also used directly by the facade's
 //! multi-process tests, the launcher's tests and the benchmark drivers. [`traffic`] is the
 //! transport traffic test, run by the shared-memory and the libfabric crates on their own
-//! transport. [`inproc`] is the single-process counterpart: N engines in N threads over an
+//! transport, [`pingpong`] their latency probe. [`inproc`] is the single-process counterpart: N engines in N threads over an
 //! in-memory transport, for the engine's and the collectives' tests.
 //!
 //! This crate owns only what does not depend on a concrete transport (`send_blocking` and the
@@ -63,6 +63,7 @@
 
 pub mod inproc;
 pub mod job;
+pub mod pingpong;
 pub mod traffic;
 
 use std::path::{Path, PathBuf};

@@ -121,7 +121,7 @@ fn eager(me: u32, seq: u32, len: usize) -> Header {
 }
 
 /// File barrier among ranks `0..m` that keeps the transport's reads progressing.
-fn barrier<T: Transport + ?Sized>(h: &Harness, c: &ChildEnv, t: &mut T, tag: &str, m: u32) {
+pub(crate) fn barrier<T: Transport + ?Sized>(h: &Harness, c: &ChildEnv, t: &mut T, tag: &str, m: u32) {
     let mut done = Vec::new();
     h.barrier_polling(c, tag, m, || {
         t.poll_gets(&mut done);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use weft_engine::transport::Transport;
 use weft_fabric::{OfiConfig, OfiTransport};
 use weft_testkit::Harness;
-pub use weft_testkit::{mono_ns, pin, put_file, wait_all, wait_files, ChildEnv, Signal};
+pub use weft_testkit::{mono_ns, put_file, wait_all, wait_files, ChildEnv, Signal};
 
 /// The fabric tests' harness: `WEFT_FI_TEST_*` variables; every child-side wait gives up
 /// after 30 s.
