@@ -107,7 +107,7 @@ pub enum Event {
 
 /// A job that could not be started.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot start {prog}: {source}")]
+#[error("cannot start {prog:?}: {source}")]
 pub struct SpawnError {
     pub prog: String,
     #[source]
