@@ -208,20 +208,23 @@ fn healthy(x: &Ctx) -> WeftResult<()> {
         rsr.push((m[2] - m[0]) as f64 / (m[8] - m[7]).max(1) as f64);
     }
     if x.me == 0 {
-        let n = x.n;
-        emit("allreduce_us", n, "weft", median(ar), "us");
-        emit("agree_us", n, "weft", median(ag), "us");
-        emit("agree/allreduce", n, "weft", median(ratio), "ratio");
-        emit("iagree_us", n, "weft", median(iag), "us");
-        emit("shrink_us", n, "weft", median(sh), "us");
-        emit("revoke_prop_us", n, "weft", median(prop), "us");
-        emit("planB_base_us", n, "weft", median(base), "us");
-        emit("planB_post1_us", n, "weft", median(p1), "us");
-        emit("planB_post2_us", n, "weft", median(p2), "us");
-        emit("planB_post3_us", n, "weft", median(p3), "us");
-        emit("revoke_shrink_us", n, "weft", median(rs), "us");
-        emit("shrink_norevoke_us", n, "weft", median(ns), "us");
-        emit("revoke_shrink/norevoke", n, "weft", median(rsr), "ratio");
+        for (metric, samples, unit) in [
+            ("allreduce_us", ar, "us"),
+            ("agree_us", ag, "us"),
+            ("agree/allreduce", ratio, "ratio"),
+            ("iagree_us", iag, "us"),
+            ("shrink_us", sh, "us"),
+            ("revoke_prop_us", prop, "us"),
+            ("planB_base_us", base, "us"),
+            ("planB_post1_us", p1, "us"),
+            ("planB_post2_us", p2, "us"),
+            ("planB_post3_us", p3, "us"),
+            ("revoke_shrink_us", rs, "us"),
+            ("shrink_norevoke_us", ns, "us"),
+            ("revoke_shrink/norevoke", rsr, "ratio"),
+        ] {
+            emit(metric, x.n, "weft", median(samples), unit);
+        }
     }
     c.barrier()
 }
