@@ -5,9 +5,11 @@
 //! Regenerate the header: `WEFT_BLESS=1 cargo test -p weft --test capi header_is_fresh`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use weft_testkit::job::{End, Supervisor};
 
 const RANKS: usize = 4;
 /// `weft-run --timeout`, seconds.
@@ -121,42 +123,18 @@ fn run_job_n(exe: &Path, ranks: usize) -> (String, String) {
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
     let (_, weft_run) = artifacts();
     let name = exe.file_name().unwrap().to_str().unwrap();
-    let (out_path, err_path) =
-        (out_dir().join(format!("{name}.n{ranks}.out")), out_dir().join(format!("{name}.n{ranks}.err")));
-    let mut child = {
-        use std::os::unix::process::CommandExt;
-        Command::new(weft_run)
-            .args(["-n", &ranks.to_string(), "--timeout", &JOB_TIMEOUT.to_string()])
-            .arg(exe)
-            .env("WEFT_PROGRESS", "yield")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out_path).unwrap())
-            .stderr(std::fs::File::create(&err_path).unwrap())
-            .process_group(0)
-            .spawn()
-            .expect("spawn weft-run")
-    };
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait for weft-run") {
-            break Some(st);
-        }
-        if start.elapsed() > HARD_TIMEOUT {
-            // SAFETY: plain syscall; the child leads its own process group (process_group(0)),
-            // so this signals only the job we started.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let out = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-    match status {
-        None => {
+    let mut cmd = Command::new(weft_run);
+    cmd.args(["-n", &ranks.to_string(), "--timeout", &JOB_TIMEOUT.to_string()])
+        .arg(exe)
+        .env("WEFT_PROGRESS", "yield");
+    // A supervised job: weft-run's process group is killed at the hard timeout.
+    let done = Supervisor::new(HARD_TIMEOUT).run(cmd).expect("spawn weft-run");
+    let (out, err) = (done.stdout, done.stderr);
+    match done.end {
+        End::TimedOut(_) => {
             panic!("{name}: hard timeout after {HARD_TIMEOUT:?}\nstdout:\n{out}\nstderr:\n{err}")
         }
-        Some(st) => {
+        End::Exited(st) => {
             assert!(st.success(), "{name}: weft-run exited with {st}\nstdout:\n{out}\nstderr:\n{err}")
         }
     }

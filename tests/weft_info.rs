@@ -1,7 +1,9 @@
 //! `weft-info` prints every section and every configuration key, and refuses bad settings.
 
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use weft_testkit::job::{End, Supervisor};
 
 const WEFT_INFO: &str = env!("CARGO_BIN_EXE_weft-info");
 
@@ -14,17 +16,13 @@ fn run(vars: &[(&str, &str)]) -> Output {
         }
     }
     cmd.envs(vars.iter().copied());
-    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn weft-info");
-    let end = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("weft-info did not finish within 60 s");
+    let done = Supervisor::new(Duration::from_secs(60)).run(cmd).expect("spawn weft-info");
+    match done.end {
+        End::Exited(status) => {
+            Output { status, stdout: done.stdout.into_bytes(), stderr: done.stderr.into_bytes() }
         }
-        std::thread::sleep(Duration::from_millis(10));
+        End::TimedOut(limit) => panic!("weft-info did not finish within {limit:?}"),
     }
-    child.wait_with_output().expect("output")
 }
 
 #[test]

@@ -1,11 +1,13 @@
-/* ft_ulfm.c: the Open MPI 5 + ULFM side of `weft-bench ft` (benches/src/ft.rs).
+/* ft_ulfm.c: the Open MPI 5 + ULFM side of `weft-bench ft` (benches/src/ft/).
  *
  * Usage: mpirun --with-ft ulfm ... ft_ulfm SCENARIO [ITERS_SCALE]
  * SCENARIO: healthy | overhead | overhead-noft | kill-recover | detect-default
  * Rank 0 prints `FTROW,metric,ranks,ompi5-ulfm,value,unit` lines, the same metrics and the
- * same patterns as the weft worker (see ft.rs): agree vs allreduce of one word (agree is on an
- * int, MPIX_Comm_agree; allreduce on a uint64 with BAND), iagree, shrink, seed 004's plan A /
- * plan B revoke benchmark, kill -> shrunk allreduce, kill -> every survivor knows.
+ * same patterns as the weft worker (see ft/scenarios.rs): agree vs allreduce of one word
+ * (agree is on an int, MPIX_Comm_agree; allreduce on a uint64 with BAND), iagree, shrink, the
+ * plan A / plan B revoke benchmark of "Plan B: Interruption of Ongoing MPI Operations to
+ * Support Failure Recovery" (Bouteiller, Bosilca, Dongarra, EuroMPI 2015), kill -> shrunk
+ * allreduce, kill -> every survivor knows.
  * Stamps are CLOCK_MONOTONIC (shared by the processes of one host); the victim sends its
  * stamp on a duplicate communicator before SIGKILLing itself. Open MPI 5 has no
  * MPIX_Comm_ishrink. */

@@ -11,19 +11,17 @@
 //! median across rounds. Rows are `benchmark,size,impl,value,us`; with `--peers` the report adds
 //! weft/openmpi, weft/mpich and weft/best-peer ratios (≤ 1.00: weft is faster).
 
-use std::io::{BufRead, BufReader, Write as _};
-use std::os::unix::process::CommandExt;
+use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::mpsc;
-use std::thread;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use weft::coll::Op;
+use weft_testkit::job::{Event, Line, Stream, Supervisor};
 
-use crate::driver::kill_group;
 use crate::peers::{self, Peer};
+use crate::report::median;
 
 /// One collective benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
@@ -183,16 +181,6 @@ fn counts(iters: u32, size: u64) -> (u32, u32) {
     (it, it / 10)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
-
 fn pin(rank: u32) {
     if let Some(ids) = core_affinity::get_core_ids().filter(|i| !i.is_empty()) {
         if !core_affinity::set_for_current(ids[rank as usize % ids.len()]) {
@@ -291,37 +279,23 @@ fn parse_row(l: &str) -> Option<Row> {
 
 const DONE_MARKER: &str = "# osu_coll: measurements done, finalizing";
 
-/// Runs `cmd` in its own process group under `timeout`; returns the rows it printed and an
-/// error text if it failed. A job that printed [`DONE_MARKER`] gets 15 s more to exit (an MPI
-/// that hangs in finalize keeps its rows).
-fn run_job(label: &str, mut cmd: Command, timeout: Duration) -> (Vec<Row>, Option<String>) {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    crate::driver::die_with_driver(&mut cmd);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return (Vec::new(), Some(format!("cannot start {:?}: {e}", cmd.get_program()))),
+/// Runs `cmd` as a supervised job under `timeout`; returns the rows it printed and an error
+/// text if it failed. A job that printed [`DONE_MARKER`] gets 15 s more to exit (an MPI that
+/// hangs in finalize keeps its rows).
+fn run_job(label: &str, cmd: Command, timeout: Duration) -> (Vec<Row>, Option<String>) {
+    let mut job = match Supervisor::new(timeout).spawn(cmd) {
+        Ok(j) => j,
+        Err(e) => return (Vec::new(), Some(e.to_string())),
     };
-    let pgid = child.id();
-    let (tx, rx) = mpsc::channel::<(bool, String)>();
-    for (is_out, r) in [
-        (true, Box::new(child.stdout.take().expect("piped")) as Box<dyn std::io::Read + Send>),
-        (false, Box::new(child.stderr.take().expect("piped"))),
-    ] {
-        let tx = tx.clone();
-        thread::spawn(move || {
-            for l in BufReader::new(r).lines().map_while(|l| l.ok()) {
-                if tx.send((is_out, l)).is_err() {
-                    break;
-                }
-            }
-        });
-    }
-    drop(tx);
     let (mut rows, mut tail) = (Vec::new(), Vec::new());
-    let mut deadline = Instant::now() + timeout;
-    let mut handle = |(is_out, l): (bool, String), deadline: &mut Instant| {
+    let status = loop {
+        let (is_out, l) = match job.next_event() {
+            Event::Line(Line { stream, text }) => (stream == Stream::Out, text),
+            Event::Exited(st) => break Some(st),
+            Event::TimedOut(_) => break None,
+        };
         if is_out && l.trim() == DONE_MARKER {
-            *deadline = (*deadline).min(Instant::now() + Duration::from_secs(15));
+            job.cut_deadline(Duration::from_secs(15));
         } else if let Some(r) = is_out.then(|| parse_row(&l)).flatten() {
             eprintln!("[{label}] {l}");
             rows.push(r);
@@ -335,27 +309,8 @@ fn run_job(label: &str, mut cmd: Command, timeout: Duration) -> (Vec<Row>, Optio
             }
         }
     };
-    let status = loop {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(x) => handle(x, &mut deadline),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => thread::sleep(Duration::from_millis(20)),
-        }
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) if Instant::now() < deadline => {}
-            _ => break None,
-        }
-    };
-    while let Ok(x) = rx.recv_timeout(Duration::from_millis(200)) {
-        handle(x, &mut deadline);
-    }
-    kill_group(pgid);
     let err = match status {
-        None => {
-            let _ = child.wait();
-            Some("timed out or hung in finalize (process group killed)".to_string())
-        }
+        None => Some("timed out or hung in finalize (process group killed)".to_string()),
         Some(st) if !st.success() => Some(format!("exited with {st}; stderr: {}", tail.join(" | "))),
         Some(_) if rows.is_empty() => Some("printed no rows".into()),
         Some(_) => None,

@@ -1,13 +1,13 @@
-//! The driver role: launches the weft job (and the peer jobs), every one under a hard timeout,
-//! collects the CSV rows they print and prints the report.
+//! The driver role: launches the weft job (and the peer jobs), every one a supervised job
+//! (`weft_testkit::job`) under a hard timeout, collects the CSV rows they print and prints the
+//! report.
 
-use std::io::{BufRead, BufReader, IsTerminal, Read};
-use std::os::unix::process::CommandExt;
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitCode, ExitStatus};
+use std::time::Duration;
+
+use weft_testkit::job::{Event, Line, SpawnError, Stream, Supervisor};
 
 use crate::peers::{self, Peer, PeerError};
 use crate::report::{reduce_rounds, Report, Row};
@@ -17,8 +17,8 @@ use crate::{fipp, net};
 /// Why a launched job did not finish cleanly.
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
-    #[error("cannot start {prog}: {source}")]
-    Spawn { prog: String, source: std::io::Error },
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
     #[error("timed out after {0} s (process group killed)")]
     Timeout(u64),
     #[error("exited with {status}{}", tail_note(.stderr_tail))]
@@ -50,39 +50,10 @@ pub struct JobOutput {
     pub result: Result<(), JobError>,
 }
 
-enum Line {
-    Out(String),
-    Err(String),
-}
-
-/// Make the job started by `cmd` die with this driver: SIGKILL when the thread that spawns
-/// it (the driver's main thread) exits. A driver stopped by an outer `timeout` or Ctrl-C no
-/// longer leaves its job running (weft-run then kills its ranks the same way).
-pub fn die_with_driver(cmd: &mut Command) {
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    let in_child = move || {
-        // SAFETY: plain syscalls with constant arguments, async-signal-safe, no allocation.
-        let ok = unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) == 0
-                && libc::getppid() == parent
-        };
-        // The driver died between fork and prctl: do not start the job.
-        if ok {
-            Ok(())
-        } else {
-            Err(std::io::Error::from_raw_os_error(libc::ESRCH))
-        }
-    };
-    // SAFETY: `in_child` runs between fork and exec and only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(in_child);
-    }
-}
-
-/// Runs `cmd` in its own process group with `timeout`; rows are the stdout lines that parse as
-/// CSV rows; other output is forwarded to our stderr prefixed with `[label]` (stderr only when
-/// `forward_stderr`; its last lines are part of the error either way).
+/// Runs `cmd` as a supervised job (own process group, killed at `timeout` or when this driver
+/// dies); rows are the stdout lines that parse as CSV rows; other output is forwarded to our
+/// stderr prefixed with `[label]` (stderr only when `forward_stderr`; its last lines are part
+/// of the error either way).
 pub fn run_job(label: &str, cmd: Command, timeout: Duration, forward_stderr: bool) -> JobOutput {
     run_job_grace(label, cmd, timeout, forward_stderr, None)
 }
@@ -91,141 +62,58 @@ pub fn run_job(label: &str, cmd: Command, timeout: Duration, forward_stderr: boo
 /// exit before its group is killed ([`JobError::HungAfterDone`], rows kept).
 pub fn run_job_grace(
     label: &str,
-    mut cmd: Command,
+    cmd: Command,
     timeout: Duration,
     forward_stderr: bool,
     done_grace: Option<Duration>,
 ) -> JobOutput {
-    let prog = format!("{:?}", cmd.get_program());
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    die_with_driver(&mut cmd);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(source) => return JobOutput { rows: Vec::new(), result: Err(JobError::Spawn { prog, source }) },
+    let mut job = match Supervisor::new(timeout).spawn(cmd) {
+        Ok(j) => j,
+        Err(e) => return JobOutput { rows: Vec::new(), result: Err(e.into()) },
     };
-    let pgid = child.id();
-    let (tx, rx) = mpsc::channel();
-    let out = child.stdout.take().expect("piped stdout");
-    let err = child.stderr.take().expect("piped stderr");
-    spawn_reader(out, tx.clone(), Line::Out);
-    spawn_reader(err, tx, Line::Err);
-
     let progress = std::io::stderr().is_terminal();
     let mut rows = Vec::new();
     let mut stderr_tail: Vec<String> = Vec::new();
-    let mut handle = |line: Line| match line {
-        Line::Out(l) if l.trim() == DONE_MARKER => {}
-        Line::Out(l) => match Row::parse(&l) {
-            Some(r) => {
-                if progress {
-                    eprintln!("[{label}] {}", r.csv());
-                }
-                rows.push(r);
-            }
-            None if l.trim().is_empty() || l.starts_with("benchmark,") => {}
-            None => eprintln!("[{label}] {l}"),
-        },
-        Line::Err(l) => {
-            if forward_stderr {
-                eprintln!("[{label}] {l}");
-            }
-            stderr_tail.push(l);
-            if stderr_tail.len() > 12 {
-                stderr_tail.remove(0);
-            }
-        }
-    };
-
-    let mut deadline = Instant::now() + timeout;
-    let mut grace_deadline = None;
-    let status = loop {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(line) => {
-                let done = matches!(&line, Line::Out(l) if l.trim() == DONE_MARKER);
-                handle(line);
-                if let (true, Some(g), None) = (done, done_grace, grace_deadline) {
-                    let until = Instant::now() + g;
-                    grace_deadline = Some(until);
-                    deadline = deadline.min(until);
+    let mut graced = false;
+    let end = loop {
+        match job.next_event() {
+            Event::Line(Line { stream: Stream::Out, text }) if text.trim() == DONE_MARKER => {
+                if let (Some(g), false) = (done_grace, graced) {
+                    job.cut_deadline(g);
+                    graced = true;
                 }
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // Both pipes closed: the job is (nearly) done; poll for its exit status.
-            Err(mpsc::RecvTimeoutError::Disconnected) => thread::sleep(Duration::from_millis(20)),
-        }
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) if Instant::now() < deadline => {}
-            Ok(None) | Err(_) => break None,
-        }
-    };
-    let status = match status {
-        Some(st) => st,
-        None => {
-            kill_group(pgid);
-            let _ = child.wait();
-            // Grandchildren outside the group may keep the pipes open: drain briefly only.
-            while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-                handle(line);
+            Event::Line(Line { stream: Stream::Out, text }) => match Row::parse(&text) {
+                Some(r) => {
+                    if progress {
+                        eprintln!("[{label}] {}", r.csv());
+                    }
+                    rows.push(r);
+                }
+                None if text.trim().is_empty() || text.starts_with("benchmark,") => {}
+                None => eprintln!("[{label}] {text}"),
+            },
+            Event::Line(Line { stream: Stream::Err, text }) => {
+                if forward_stderr {
+                    eprintln!("[{label}] {text}");
+                }
+                stderr_tail.push(text);
+                if stderr_tail.len() > 12 {
+                    stderr_tail.remove(0);
+                }
             }
-            let err = match (grace_deadline, done_grace) {
-                (Some(_), Some(g)) => JobError::HungAfterDone(g.as_secs()),
-                _ => JobError::Timeout(timeout.as_secs()),
-            };
-            return JobOutput { rows, result: Err(err) };
+            Event::Exited(status) => break Ok(status),
+            Event::TimedOut(_) => break Err(()),
         }
     };
-    // Drain what is left in the pipes (bounded: stragglers holding them are not waited for).
-    let drain_deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < drain_deadline {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(line) => handle(line),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-    }
-    // Leftover processes of the job's group (e.g. daemons) must not outlive it.
-    kill_group(pgid);
-    let result = if !status.success() {
-        Err(JobError::Failed { status, stderr_tail })
-    } else if rows.is_empty() {
-        Err(JobError::NoRows)
-    } else {
-        Ok(())
+    let result = match (end, done_grace) {
+        (Err(()), Some(g)) if graced => Err(JobError::HungAfterDone(g.as_secs())),
+        (Err(()), _) => Err(JobError::Timeout(timeout.as_secs())),
+        (Ok(status), _) if !status.success() => Err(JobError::Failed { status, stderr_tail }),
+        (Ok(_), _) if rows.is_empty() => Err(JobError::NoRows),
+        (Ok(_), _) => Ok(()),
     };
     JobOutput { rows, result }
-}
-
-fn spawn_reader<R: Read + Send + 'static>(r: R, tx: mpsc::Sender<Line>, wrap: fn(String) -> Line) {
-    thread::spawn(move || {
-        for line in BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(wrap(line)).is_err() {
-                break;
-            }
-        }
-    });
-}
-
-/// SIGTERM, then SIGKILL after a grace period, to the whole process group `pgid`.
-pub fn kill_group(pgid: u32) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return;
-    };
-    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid names the process
-    // group this driver created for the job (process_group(0) at spawn).
-    let alive = |sig| unsafe { libc::kill(-pgid, sig) } == 0;
-    if !alive(libc::SIGTERM) {
-        return;
-    }
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        thread::sleep(Duration::from_millis(50));
-        if !alive(0) {
-            return;
-        }
-    }
-    alive(libc::SIGKILL);
 }
 
 /// This executable's path. When it was rebuilt while the driver runs, Linux reports the old

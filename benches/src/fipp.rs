@@ -6,18 +6,18 @@
 //! is already the one-way latency, half the round trip, like weft's `latency`. No conversion.
 //! It has no warm-up: its first iteration includes the connection setup.
 //!
-//! The server and the client run in one shell under a hard timeout, in their own process group
-//! (killed on expiry). As root, that shell runs in a private network namespace
+//! The server and the client run in one shell, a supervised job (`weft_testkit::job`) under a
+//! hard timeout, in its own process group (killed on expiry). As root, that shell runs in a private network namespace
 //! (`unshare --net`, only `lo`, brought up by the shell) so that the server's control socket
 //! (bound to INADDR_ANY by `fi_pingpong`) is not reachable from any other interface.
 
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{mpsc, OnceLock};
+use std::sync::OnceLock;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use weft_testkit::job::{End, Supervisor};
 
 /// What weft's automatic selection is assumed to pick when libfabric cannot be asked.
 const FALLBACK_PROVIDER: &str = "tcp;ofi_rxm";
@@ -44,7 +44,7 @@ pub fn provider() -> &'static str {
 pub const SIZE: u64 = 8;
 /// `fi_pingpong -I`.
 pub const ITERS: u64 = 10_000;
-/// Target from the network-transport issue: weft's 8 B latency within 15% of fi_pingpong.
+/// Target of the network path: weft's 8 B latency within 15% of fi_pingpong's.
 pub const TARGET_RATIO: f64 = 1.15;
 
 /// Connection attempts of the client while the server starts listening (50 ms apart).
@@ -181,56 +181,22 @@ pub fn run(setup: &Setup, timeout: Duration) -> Result<f64, String> {
         .arg(score)
         .arg(ccore)
         .arg(CONNECT_TRIES.to_string())
-        .args(args())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    crate::driver::die_with_driver(&mut cmd);
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start fi_pingpong: {e}"))?;
-    let pgid = child.id();
-    let (tx, rx) = mpsc::channel();
-    spawn_reader(child.stdout.take().expect("piped stdout"), tx.clone(), false);
-    spawn_reader(child.stderr.take().expect("piped stderr"), tx, true);
-
-    let deadline = Instant::now() + timeout;
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let mut take = |(is_err, l): (bool, String)| if is_err { err.push(l) } else { out.push(l) };
-    let status = loop {
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(20)) {
-            take(line);
-        }
-        match child.try_wait() {
-            Ok(Some(st)) => break Some(st),
-            Ok(None) if Instant::now() < deadline => {}
-            Ok(None) | Err(_) => break None,
+        .args(args());
+    let done =
+        Supervisor::new(timeout).run(cmd).map_err(|e| format!("cannot start fi_pingpong: {}", e.source))?;
+    let status = match done.end {
+        End::Exited(st) => st,
+        End::TimedOut(_) => {
+            return Err(format!("fi_pingpong timed out after {} s (process group killed)", timeout.as_secs()))
         }
     };
-    let Some(status) = status else {
-        crate::driver::kill_group(pgid);
-        let _ = child.wait();
-        return Err(format!("fi_pingpong timed out after {} s (process group killed)", timeout.as_secs()));
-    };
-    while let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-        take(line);
-    }
-    crate::driver::kill_group(pgid);
+    let out: Vec<String> = done.stdout.lines().map(str::to_string).collect();
     if !status.success() {
-        let tail: Vec<&str> = err.iter().rev().take(8).rev().map(String::as_str).collect();
+        let err: Vec<&str> = done.stderr.lines().collect();
+        let tail = &err[err.len().saturating_sub(8)..];
         return Err(format!("fi_pingpong exited with {status}: {}", tail.join(" | ")));
     }
     parse_usec_per_xfer(&out).ok_or_else(|| format!("cannot parse fi_pingpong output: {}", out.join(" | ")))
-}
-
-fn spawn_reader<R: Read + Send + 'static>(r: R, tx: mpsc::Sender<(bool, String)>, is_err: bool) {
-    thread::spawn(move || {
-        for line in BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            if tx.send((is_err, line)).is_err() {
-                break;
-            }
-        }
-    });
 }
 
 /// The `usec/xfer` column of the result line under `fi_pingpong`'s header

@@ -163,7 +163,7 @@ fn inside_job() -> bool {
 }
 
 fn main() -> ExitCode {
-    // `weft-bench ft …`: the fault-tolerance benchmarks (driver and worker in `ft.rs`).
+    // `weft-bench ft …`: the fault-tolerance benchmarks (driver and workers in `ft/`).
     if std::env::args().nth(1).as_deref() == Some("ft") {
         return ft::main(std::env::args().skip(2).collect());
     }

@@ -89,15 +89,11 @@ fn pattern(i: usize, size: u64) -> u8 {
 
 /// Median (latency: lower is better) or maximum (rates) of the repetitions.
 pub fn reduce(mut v: Vec<f64>, median: bool) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if !median {
-        v[n - 1]
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
+    if median {
+        return crate::report::median(v);
     }
+    v.sort_by(f64::total_cmp);
+    v.last().copied().unwrap_or(f64::NAN)
 }
 
 /// Pins this rank to core `rank % ncores`; reports (does not fail) when that is impossible.

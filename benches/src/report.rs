@@ -57,6 +57,20 @@ fn fmt_value(v: f64, unit: &str) -> String {
     }
 }
 
+/// The median of `v` (the mean of the middle two for an even count); NaN when `v` is empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
 /// Reduces rows of several rounds to one row per (benchmark, size, impl): median for latency,
 /// max for bandwidth and rate (the same reduction as the repetitions inside a job).
 pub fn reduce_rounds(rows: Vec<Row>) -> Vec<Row> {
@@ -252,6 +266,13 @@ impl Report<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
 
     #[test]
     fn parse_roundtrip() {

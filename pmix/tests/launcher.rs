@@ -1,20 +1,23 @@
 //! Multi-process tests of `weft-run` and `LauncherRuntime`, driving the `rt_probe` example.
 //!
-//! Every job runs with `weft-run --timeout` *and* under a deadline in the test, so a hang fails
-//! fast instead of blocking CI.
+//! Every job runs with `weft-run --timeout` *and* as a job of `weft_testkit::job` with a hard
+//! deadline in the test (weft-run's process group is killed then), so a hang fails fast
+//! instead of blocking CI.
 
-use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitStatus};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use weft_testkit::job::{End, Event, Job, Line, Stream, Supervisor};
 
 const WEFT_RUN: &str = env!("CARGO_BIN_EXE_weft-run");
 const DEADLINE: Duration = Duration::from_secs(60);
+/// How every `weft-run` of these tests is started: output captured, killed at [`DEADLINE`].
+const JOBS: Supervisor = Supervisor::new(DEADLINE);
 
 /// Path of the `rt_probe` example, built (once per test process) in the same profile and
 /// target directory as `weft-run`, so it is never stale.
@@ -60,42 +63,29 @@ impl Out {
     }
 }
 
-fn spawn_piped(mut cmd: Command) -> Child {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn")
-}
-
-fn reader<R: Read + Send + 'static>(r: R) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let mut r = r;
-        let _ = r.read_to_string(&mut s);
-        s
-    })
-}
-
-/// Wait for `child` with a deadline; on expiry kill it (its ranks die with it) and panic.
-fn wait_deadline(child: &mut Child, deadline: Instant) -> ExitStatus {
-    loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            return st;
+/// Wait for the end of `job` (output lines already seen are `seen_out` / `seen_err`); panic
+/// if it was still running at the deadline (it has been killed, its ranks die with it).
+fn finish(mut job: Job, seen_out: &str, seen_err: &str) -> Out {
+    let f = job.finish();
+    let (stdout, stderr) = (format!("{seen_out}{}", f.stdout), format!("{seen_err}{}", f.stderr));
+    match f.end {
+        End::Exited(status) => Out { status, stdout, stderr },
+        End::TimedOut(_) => {
+            panic!(
+                "weft-run did not finish before the test deadline\n--- stdout\n{stdout}--- stderr\n{stderr}"
+            )
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("weft-run did not finish before the test deadline");
-        }
-        std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+fn run_cmd(cmd: Command) -> Out {
+    finish(JOBS.spawn(cmd).expect("spawn weft-run"), "", "")
 }
 
 fn run(args: &[&str]) -> Out {
     let mut cmd = Command::new(WEFT_RUN);
     cmd.args(args);
-    let mut child = spawn_piped(cmd);
-    let so = reader(child.stdout.take().unwrap());
-    let se = reader(child.stderr.take().unwrap());
-    let status = wait_deadline(&mut child, Instant::now() + DEADLINE);
-    Out { status, stdout: so.join().unwrap(), stderr: se.join().unwrap() }
+    run_cmd(cmd)
 }
 
 /// `weft-run -n N --timeout 30 rt_probe ARGS…`
@@ -137,10 +127,23 @@ fn wait_gone(pids: &[i32], within: Duration) {
 
 /// A job whose ranks print `PID …` and `READY …` lines, then sleep forever.
 struct Sleeper {
-    child: Child,
+    job: Option<Job>,
     pids: Vec<i32>,
     sock_dir: PathBuf,
-    stderr: std::thread::JoinHandle<String>,
+    /// What the job printed while it was starting.
+    out: String,
+    err: String,
+}
+
+impl Sleeper {
+    fn job(&mut self) -> &mut Job {
+        self.job.as_mut().expect("job not finished")
+    }
+
+    /// Wait for the end of weft-run (panic at the test deadline).
+    fn finish(&mut self) -> Out {
+        finish(self.job.take().expect("finished once"), &self.out, &self.err)
+    }
 }
 
 fn start_sleepers(n: u32, timeout: &str) -> Sleeper {
@@ -150,29 +153,18 @@ fn start_sleepers(n: u32, timeout: &str) -> Sleeper {
 fn start_sleepers_with(n: u32, timeout: &str, extra: &[&str]) -> Sleeper {
     let mut cmd = Command::new(WEFT_RUN);
     cmd.args(["-n", &n.to_string(), "--timeout", timeout]).args(extra).arg(probe()).arg("sleep");
-    let mut child = spawn_piped(cmd);
-    let stdout = child.stdout.take().unwrap();
-    let stderr = reader(child.stderr.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut pids = Vec::new();
-    let mut sock_dir = None;
+    let mut job = JOBS.spawn(cmd).expect("spawn weft-run");
+    let (mut pids, mut sock_dir, mut out, mut err) = (Vec::new(), None, String::new(), String::new());
     let mut ready = 0;
-    let end = Instant::now() + DEADLINE;
     while ready < n {
-        let left = end.saturating_duration_since(Instant::now());
-        let line = match rx.recv_timeout(left) {
-            Ok(l) => l,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("ranks did not become ready");
+        let line = match job.next_event() {
+            Event::Line(Line { stream: Stream::Out, text }) => text,
+            Event::Line(Line { stream: Stream::Err, text }) => {
+                err.push_str(&text);
+                err.push('\n');
+                continue;
             }
+            end => panic!("ranks did not become ready: {end:?}\n--- stdout\n{out}--- stderr\n{err}"),
         };
         if line.starts_with("PID ") {
             pids.push(field(&line, "pid").parse().unwrap());
@@ -180,8 +172,10 @@ fn start_sleepers_with(n: u32, timeout: &str, extra: &[&str]) -> Sleeper {
         } else if line.starts_with("READY ") {
             ready += 1;
         }
+        out.push_str(&line);
+        out.push('\n');
     }
-    Sleeper { child, pids, sock_dir: sock_dir.unwrap(), stderr }
+    Sleeper { job: Some(job), pids, sock_dir: sock_dir.unwrap(), out, err }
 }
 
 // ------------------------------------------------------------------------ tests
@@ -315,8 +309,7 @@ fn abort_kills_the_job_with_its_code() {
 fn timeout_kills_everything() {
     let mut s = start_sleepers(3, "2");
     assert_eq!(s.pids.len(), 3);
-    let st = wait_deadline(&mut s.child, Instant::now() + DEADLINE);
-    let err = s.stderr.join().unwrap();
+    let Out { status: st, stderr: err, .. } = s.finish();
     assert_eq!(st.code(), Some(124), "{err}");
     assert!(err.contains("weft-run: timeout after 2 s"), "{err}");
     // weft-run reaps its ranks before exiting: they are gone right away.
@@ -346,11 +339,10 @@ fn sigterm_and_sigint_kill_children_and_clean_up() {
             let _ = c.write_all(&bytes);
         }
         std::thread::sleep(Duration::from_millis(100));
-        assert!(s.child.try_wait().unwrap().is_none(), "weft-run died on garbage");
+        assert!(s.job().exit_status().is_none(), "weft-run died on garbage");
         assert!(s.pids.iter().all(|&p| !is_gone(p)), "a rank died on garbage");
-        kill(Pid::from_raw(s.child.id() as i32), sig).unwrap();
-        let st = wait_deadline(&mut s.child, Instant::now() + DEADLINE);
-        let err = s.stderr.join().unwrap();
+        s.job().signal(sig).unwrap();
+        let Out { status: st, stderr: err, .. } = s.finish();
         assert_eq!(st.code(), Some(code), "{sig}: {err}");
         assert!(!err.contains("panicked"), "{err}");
         wait_gone(&s.pids, Duration::from_millis(1));
@@ -361,8 +353,9 @@ fn sigterm_and_sigint_kill_children_and_clean_up() {
 #[test]
 fn sigkilled_launcher_takes_its_ranks_along() {
     let mut s = start_sleepers(3, "60");
-    s.child.kill().unwrap(); // SIGKILL: no cleanup possible, PDEATHSIG must do it.
-    let _ = s.child.wait();
+    s.job().signal(Signal::SIGKILL).unwrap(); // No cleanup possible, PDEATHSIG must do it.
+    let out = s.finish();
+    assert_eq!(out.status.signal(), Some(9), "{}", out.dump());
     wait_gone(&s.pids, Duration::from_secs(5));
     let _ = std::fs::remove_dir_all(&s.sock_dir);
 }
@@ -508,11 +501,7 @@ fn node_map_reaches_every_rank() {
     // A user's WEFT_FI_DOMAIN wins over the loopback default.
     let mut cmd = Command::new(WEFT_RUN);
     cmd.args(["-n", "2", "--nodes", "2", "--timeout", "30", &p, "nodes"]).env("WEFT_FI_DOMAIN", "mydev");
-    let mut child = spawn_piped(cmd);
-    let so = reader(child.stdout.take().unwrap());
-    let se = reader(child.stderr.take().unwrap());
-    let status = wait_deadline(&mut child, Instant::now() + DEADLINE);
-    let out = Out { status, stdout: so.join().unwrap(), stderr: se.join().unwrap() };
+    let out = run_cmd(cmd);
     check_map(&out, 2, &[0, 1], "mydev");
 }
 
@@ -625,10 +614,9 @@ fn netns_per_node_created_and_removed() {
             s.sock_dir.file_name().unwrap().to_string_lossy().trim_start_matches("weft-run.").to_string();
         assert_eq!(netns_of(&job).len(), 3, "namespaces of {job}: {:?}", netns_of(&job));
         if let Some(sig) = sig {
-            kill(Pid::from_raw(s.child.id() as i32), sig).unwrap();
+            s.job().signal(sig).unwrap();
         }
-        let st = wait_deadline(&mut s.child, Instant::now() + DEADLINE);
-        let err = s.stderr.join().unwrap();
+        let Out { status: st, stderr: err, .. } = s.finish();
         assert!(!st.success(), "{err}");
         assert!(netns_of(&job).is_empty(), "{sig:?}: left behind: {:?}", netns_of(&job));
         wait_gone(&s.pids, Duration::from_millis(1));

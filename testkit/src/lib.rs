@@ -7,17 +7,21 @@
 //! Children exchange business cards (transport addresses) and barrier tokens as files in that
 //! directory: [`put_file`] writes and renames, so a reader never sees a partial card,
 //! [`Harness::get_file`] waits for a file under the harness deadline, and
-//! [`Harness::exchange`] does both for a whole card exchange. The parent waits with
-//! [`wait_all`], a watchdog that kills every child and panics on timeout or on a child that
+//! [`Harness::exchange`] does both for a whole card exchange. Every child is a supervised
+//! [`Job`] with a hard time limit (it and its process group are killed at the limit, or when
+//! dropped); the parent waits with [`wait_all`], which panics on timeout or on a child that
 //! fails. [`mono_ns`] is a clock comparable across processes (kill-to-detection delays),
 //! [`pin`] binds the calling thread to a core (latency runs).
 //!
-//! [`inproc`] is the single-process counterpart: N engines in N threads over an in-memory
-//! transport, for the engine's and the collectives' tests.
+//! [`job`] is the child-process supervisor itself, also used directly by the facade's
+//! multi-process tests, the launcher's tests and the benchmark drivers. [`traffic`] is the
+//! transport traffic test, run by the shared-memory and the libfabric crates on their own
+//! transport, [`pingpong`] their latency probe. [`inproc`] is the single-process counterpart: N engines in N threads over an
+//! in-memory transport, for the engine's and the collectives' tests.
 //!
-//! This crate owns only what does not depend on a concrete transport (`send_blocking` works
-//! through the `Transport` trait). Creating a transport, getting its card and connecting stay
-//! in each crate's `tests/common/mod.rs`.
+//! This crate owns only what does not depend on a concrete transport (`send_blocking` and the
+//! traffic test work through the `Transport` trait). Creating a transport, getting its card
+//! and connecting stay in each crate's `tests/common/mod.rs`.
 //!
 //! # Use
 //!
@@ -25,7 +29,7 @@
 //! // tests/common/mod.rs
 //! use std::time::Duration;
 //! use weft_testkit::Harness;
-//! pub use weft_testkit::{kill_all, mono_ns, pin, put_file, wait_all, ChildEnv};
+//! pub use weft_testkit::{mono_ns, pin, put_file, wait_all, ChildEnv};
 //!
 //! /// WEFT_SHM_ROLE, WEFT_SHM_RANK, WEFT_SHM_N, WEFT_SHM_DIR; waits give up after 20 s.
 //! pub const H: Harness = Harness::new("WEFT_SHM").with_deadline(Duration::from_secs(20));
@@ -51,18 +55,23 @@
 //!         return; // a child runs only `child_main`
 //!     }
 //!     let dir = scratch_dir("traffic");
-//!     let mut ch = spawn("traffic", 2, &dir, CHILD_ARGS);
-//!     wait_all(&mut ch, Duration::from_secs(30), &[]);
+//!     let mut ch = spawn("traffic", 2, &dir, CHILD_ARGS, Duration::from_secs(30));
+//!     wait_all(&mut ch, &[]);
 //!     let _ = std::fs::remove_dir_all(&dir);
 //! }
 //! ```
 
 pub mod inproc;
+pub mod job;
+pub mod pingpong;
+pub mod traffic;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+pub use job::{End, Job, Supervisor};
+pub use nix::sys::signal::Signal;
 pub use weft_engine::transport::{Header, Transport};
 
 /// The environment-variable prefix and the deadline of every wait done by a child.
@@ -130,23 +139,23 @@ impl Harness {
         d
     }
 
-    /// Start `n` children running `role`; `args` are passed to the re-executed binary (for a
-    /// libtest binary: the test name, `--exact`, `--nocapture`).
-    pub fn spawn(&self, role: &str, n: u32, dir: &Path, args: &[&str]) -> Vec<Child> {
+    /// Start `n` children running `role`, each killed if still running after `limit`; `args`
+    /// are passed to the re-executed binary (for a libtest binary: the test name, `--exact`,
+    /// `--nocapture`).
+    pub fn spawn(&self, role: &str, n: u32, dir: &Path, args: &[&str], limit: Duration) -> Vec<Job> {
         let exe = std::env::current_exe().unwrap();
+        // The child's libtest summary would read as extra test results: stdout is discarded.
+        // Its diagnostics go to stderr, which is inherited.
+        let sup = Supervisor::new(limit).stdout(job::Io::Null).stderr(job::Io::Inherit);
         (0..n)
             .map(|rank| {
-                Command::new(&exe)
-                    .args(args)
+                let mut cmd = Command::new(&exe);
+                cmd.args(args)
                     .env(self.var("ROLE"), role)
                     .env(self.var("RANK"), rank.to_string())
                     .env(self.var("N"), n.to_string())
-                    .env(self.var("DIR"), dir)
-                    // The child's libtest summary would read as extra test results; its
-                    // diagnostics go to stderr, which is inherited.
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .expect("spawn child")
+                    .env(self.var("DIR"), dir);
+                sup.spawn(cmd).expect("spawn child")
             })
             .collect()
     }
@@ -226,9 +235,16 @@ macro_rules! harness_fns {
             $h.scratch_dir(tag)
         }
 
-        /// Start `n` children running `role`; `args` go to the re-executed binary.
-        pub fn spawn(role: &str, n: u32, dir: &std::path::Path, args: &[&str]) -> Vec<std::process::Child> {
-            $h.spawn(role, n, dir, args)
+        /// Start `n` children running `role`, killed after `limit`; `args` go to the
+        /// re-executed binary.
+        pub fn spawn(
+            role: &str,
+            n: u32,
+            dir: &std::path::Path,
+            args: &[&str],
+            limit: std::time::Duration,
+        ) -> Vec<$crate::Job> {
+            $h.spawn(role, n, dir, args, limit)
         }
 
         /// Wait (up to the harness deadline) for `dir/name` and read it.
@@ -261,37 +277,42 @@ pub fn put_file(dir: &Path, name: &str, bytes: &[u8]) {
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
 
-/// Wait for every child with a watchdog: on timeout, kill them all and panic. Children in
-/// `killed` are expected to die by a signal; all others must exit with status 0.
-pub fn wait_all(children: &mut [Child], timeout: Duration, killed: &[usize]) {
-    let t0 = Instant::now();
+/// Wait for every child until its time limit; panic on the first one that times out or
+/// fails (the caller's drop of the jobs then kills the others). Children in `killed` are
+/// expected to die by a signal; all others must exit with status 0.
+pub fn wait_all(children: &mut [Job], killed: &[usize]) {
     let mut done = vec![false; children.len()];
     while done.iter().any(|d| !d) {
         for (i, c) in children.iter_mut().enumerate() {
             if done[i] {
                 continue;
             }
-            if let Some(st) = c.try_wait().unwrap() {
-                done[i] = true;
-                if !killed.contains(&i) && !st.success() {
-                    kill_all(children);
-                    panic!("child {i} failed: {st}");
+            match c.try_end() {
+                None => {}
+                Some(End::TimedOut(limit)) => panic!("watchdog: child {i} still running after {limit:?}"),
+                Some(End::Exited(st)) if !killed.contains(&i) && !st.success() => {
+                    panic!("child {i} failed: {st}")
                 }
+                Some(End::Exited(_)) => done[i] = true,
             }
-        }
-        if t0.elapsed() > timeout {
-            kill_all(children);
-            panic!("watchdog: children still running after {timeout:?}");
         }
         std::thread::sleep(Duration::from_millis(2));
     }
 }
 
-/// Kill and reap every child (those already gone are ignored).
-pub fn kill_all(children: &mut [Child]) {
-    for c in children.iter_mut() {
-        let _ = c.kill();
-        let _ = c.wait();
+/// Wait until every child `0..n` has created `dir/<tag>.<rank>` (e.g. `armed.<rank>`, written
+/// when a child reached the phase where the parent acts on it). Panics if a child ends before,
+/// or at the deadline of the children.
+pub fn wait_files(children: &mut [Job], dir: &Path, tag: &str) {
+    for r in 0..children.len() {
+        while !dir.join(format!("{tag}.{r}")).exists() {
+            for (i, c) in children.iter_mut().enumerate() {
+                if let Some(end) = c.try_end() {
+                    panic!("child {i} ended ({end:?}) before every child wrote {tag}.<rank>");
+                }
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 

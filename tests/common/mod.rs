@@ -1,10 +1,14 @@
 //! Helpers for multi-process tests: locate binaries in the target directory and run jobs
-//! under `weft-run` with a hard timeout (a hang fails the test instead of stalling CI).
+//! under `weft-run` with a hard timeout (a hang fails the test instead of stalling CI). The
+//! jobs are supervised by `weft_testkit::job`: each runs in its own process group, which is
+//! killed at the timeout.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use weft_testkit::job::{End, Supervisor};
 
 /// `target/<profile>` of the running test binary.
 pub fn target_dir() -> PathBuf {
@@ -49,23 +53,20 @@ pub fn example(name: &str) -> PathBuf {
 /// oversubscribes them already.
 static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Run `cmd` with a hard deadline; kill it (and fail) if it does not finish in time.
-pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
+/// Run `cmd` with a hard deadline; kill its process group (and fail, showing what it printed)
+/// if it does not finish in time.
+pub fn run_with_timeout(cmd: Command, limit: Duration) -> Output {
     let _one = ONE_JOB.lock().unwrap_or_else(|p| p.into_inner());
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = cmd.spawn().expect("spawn");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait"),
-        Err(_) => {
-            // SAFETY-free: plain kill(2) through the command line tool to avoid unsafe here.
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-            panic!("job did not finish within {limit:?}: {:?}", cmd_line(&cmd));
+    let line = cmd_line(&cmd);
+    let done = Supervisor::new(limit).run(cmd).unwrap_or_else(|e| panic!("{e}"));
+    match done.end {
+        End::Exited(status) => {
+            Output { status, stdout: done.stdout.into_bytes(), stderr: done.stderr.into_bytes() }
         }
+        End::TimedOut(_) => panic!(
+            "job did not finish within {limit:?}: {line}\nstdout:\n{}\nstderr:\n{}",
+            done.stdout, done.stderr
+        ),
     }
 }
 
