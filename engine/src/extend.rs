@@ -15,7 +15,6 @@
 //! Handlers and activities run outside the transport poll, with `&mut Engine`; they must not
 //! block (no `wait`), because a blocked activity would stop the others.
 
-use crate::comm::ErrScope;
 use crate::error::{Error, Result};
 use crate::request::{Phase, RecvStart, Req, ReqId};
 use crate::transport::{class, Header, TransportError};
@@ -301,117 +300,5 @@ impl Engine {
     ) -> Result<RecvStart> {
         // SAFETY: forwarded contract.
         unsafe { self.irecv_ctx(c, 1, buf, len, src, tag, false) }
-    }
-
-    /// Number of failures known so far (grows by one per newly failed process): activities
-    /// compare it with the value they saw last to notice new failures cheaply.
-    pub fn failure_count(&self) -> usize {
-        self.core.failed.list.len()
-    }
-
-    /// Revoke `c` locally: every pending point-to-point operation on it (user and internal
-    /// context) completes with `Revoked`, and later ones fail at once. Returns false if it
-    /// was already revoked. The FT layer propagates revocation to the other members.
-    pub fn revoke_local(&mut self, c: CommId) -> Result<bool> {
-        let comm = self.core.comms.get_mut(c)?;
-        if comm.revoked {
-            return Ok(false);
-        }
-        comm.revoked = true;
-        let ctx = comm.ctx;
-        self.fail_comm_requests(c, &Error::Revoked);
-        // Nothing that arrives for it later can be received.
-        for x in [ctx, ctx + 1] {
-            if let Some(qs) = self.core.q.ctx(x) {
-                qs.unexpected.clear();
-            }
-        }
-        Ok(true)
-    }
-
-    /// True if `c` was revoked.
-    pub fn is_revoked(&self, c: CommId) -> Result<bool> {
-        Ok(self.core.comms.get(c)?.revoked)
-    }
-
-    /// Set which failures raise errors on `c`.
-    pub fn set_error_scope(&mut self, c: CommId, scope: ErrScope) -> Result<()> {
-        self.core.comms.get_mut(c)?.scope = scope;
-        Ok(())
-    }
-
-    /// The error scope of `c`.
-    pub fn error_scope(&self, c: CommId) -> Result<ErrScope> {
-        Ok(self.core.comms.get(c)?.scope)
-    }
-
-    /// Context id of `c` (its internal context is `ctx + 1`).
-    pub fn comm_ctx(&self, c: CommId) -> Result<u32> {
-        Ok(self.core.comms.get(c)?.ctx)
-    }
-
-    /// World ranks of the members of `c`, in communicator rank order.
-    pub fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
-        Ok(self.core.comms.get(c)?.world_of.clone())
-    }
-
-    /// Create a communicator from parts agreed on by an upper layer (shrink): context id
-    /// `ctx` (even, unused by every member — the caller's agreement guarantees it) and the
-    /// members' world ranks in rank order. This process must be a member.
-    pub fn comm_create_agreed(&mut self, ctx: u32, world_of: Vec<u32>) -> Result<CommId> {
-        if !ctx.is_multiple_of(2) || ctx + 1 >= crate::matching::MAX_CTX {
-            return Err(Error::InvalidArg(format!("context id {ctx} must be even and in range")));
-        }
-        let me = self.core.me;
-        let rank = world_of
-            .iter()
-            .position(|&w| w == me)
-            .ok_or_else(|| Error::InvalidArg("this process is not a member".into()))?
-            as u32;
-        self.install_comm(ctx, rank, world_of)
-    }
-
-    /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
-    pub fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
-        self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)
-    }
-
-    /// Ranks of `c` whose failure `c` has acknowledged (ULFM's older `get_acked`).
-    pub fn get_acked(&self, c: CommId) -> Result<Vec<u32>> {
-        let comm = self.core.comms.get(c)?;
-        let n = comm.acked.min(self.core.failed.list.len());
-        Ok(self.core.failed.list[..n].iter().filter_map(|&w| comm.rank_of_world(w)).collect())
-    }
-
-    /// This process's next free context id (what it contributes to a context agreement).
-    pub fn next_ctx(&self) -> u32 {
-        self.core.next_ctx
-    }
-
-    /// Complete every pending operation on `c` that may safely end now with `err`: posted and
-    /// queued receives and sends. Asynchronous reads in flight finish through the transport.
-    pub(crate) fn fail_comm_requests(&mut self, c: CommId, err: &Error) {
-        let core = &mut self.core;
-        let mut ids = Vec::new();
-        core.reqs.for_each_mut(|id, r| {
-            if r.comm == c
-                && matches!(r.phase, Phase::RecvPosted | Phase::SendQueued | Phase::SendAwaitFin { .. })
-            {
-                r.phase = Phase::Done(Err(err.clone()));
-                ids.push(id);
-            }
-        });
-        if ids.is_empty() {
-            return;
-        }
-        let reqs = &core.reqs;
-        for qs in core.q.iter_mut() {
-            qs.posted.retain(|p| matches!(reqs.get(p.req), Some(Req { phase: Phase::RecvPosted, .. })));
-        }
-        for q in core.pending.iter_mut() {
-            let before = q.len();
-            q.retain(|o| o.complete.is_none_or(|id| !ids.contains(&id)));
-            core.n_pending -= before - q.len();
-        }
     }
 }

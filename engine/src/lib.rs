@@ -23,8 +23,13 @@ mod engine;
 mod error;
 mod extend;
 mod failure;
+mod finalize;
 mod matching;
+mod progress;
+mod recv;
 mod request;
+mod rndv;
+mod send;
 pub mod transport;
 
 pub use buffer::copy_bytes;
