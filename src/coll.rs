@@ -71,7 +71,7 @@ impl Comm {
         let mut e = self.inner.engine.borrow_mut();
         // SAFETY: the buffers in `spec` are borrowed by the caller for this whole call, which
         // returns only when the collective is over.
-        unsafe { self.inner.coll.borrow_mut().run(&mut e, self.id, spec)? };
+        unsafe { self.inner.coll.borrow_mut().run(e.ext(), self.id, spec)? };
         Ok(())
     }
 
@@ -88,7 +88,7 @@ impl Comm {
         let mut e = self.inner.engine.borrow_mut();
         // SAFETY: the caller borrows the buffers for 'scope; the scope completes the request
         // before 'scope ends.
-        let id = unsafe { self.inner.coll.borrow_mut().start(&mut e, self.id, spec)? };
+        let id = unsafe { self.inner.coll.borrow_mut().start(e.ext(), self.id, spec)? };
         drop(e);
         Ok(s.register(id))
     }
@@ -103,7 +103,7 @@ impl Comm {
     /// The algorithm a call described by `spec` would use now (diagnostics, tests).
     pub fn coll_algorithm(&self, spec: &Spec) -> Result<Alg> {
         let e = self.inner.engine.borrow();
-        Ok(self.inner.coll.borrow_mut().algorithm(&e, self.id, spec)?)
+        Ok(self.inner.coll.borrow_mut().algorithm(e.ext_ref(), self.id, spec)?)
     }
 
     /// Start any collective from raw parts (the C ABI's entry point).
@@ -114,7 +114,7 @@ impl Comm {
     pub unsafe fn start_raw(&self, spec: &Spec) -> Result<weft_engine::ReqId> {
         let mut e = self.inner.engine.borrow_mut();
         // SAFETY: forwarded contract.
-        Ok(unsafe { self.inner.coll.borrow_mut().start(&mut e, self.id, spec)? })
+        Ok(unsafe { self.inner.coll.borrow_mut().start(e.ext(), self.id, spec)? })
     }
 
     /// Run any collective from raw parts, blocking (the fast path of [`Comm::allreduce`] and
@@ -125,7 +125,7 @@ impl Comm {
     pub unsafe fn run_raw(&self, spec: &Spec) -> Result<()> {
         let mut e = self.inner.engine.borrow_mut();
         // SAFETY: forwarded contract.
-        unsafe { self.inner.coll.borrow_mut().run(&mut e, self.id, spec)? };
+        unsafe { self.inner.coll.borrow_mut().run(e.ext(), self.id, spec)? };
         Ok(())
     }
 

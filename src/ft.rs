@@ -31,14 +31,14 @@ pub(crate) fn install(
         agree: cfg.ft_agree,
         node_of,
     };
-    Ok(weft_ft::Ft::install(e, opts)?)
+    Ok(weft_ft::Ft::install(e.ext(), opts)?)
 }
 
 /// Uniform-mode hook for collectives (see [`Comm::uniform_after`]).
 pub(crate) fn uniform_after(c: &Comm, local: std::result::Result<(), crate::EngineError>) -> Result<()> {
     let ft = c.inner.ft.clone();
     let mut e = c.inner.engine.borrow_mut();
-    Ok(ft.uniform_after(&mut e, c.id, local)?)
+    Ok(ft.uniform_after(e.ext(), c.id, local)?)
 }
 
 impl Weft {
@@ -58,7 +58,7 @@ impl Comm {
     /// Returns at once; the revocation propagates by reliable broadcast.
     pub fn revoke(&self) -> Result<()> {
         let (ft, mut e) = self.ft();
-        Ok(ft.revoke(&mut e, self.id)?)
+        Ok(ft.revoke(e.ext(), self.id)?)
     }
 
     /// True once the communicator was revoked (locally or by any member).
@@ -72,7 +72,7 @@ impl Comm {
     /// revoked communicator.
     pub fn agree(&self, flag: u64) -> Result<u64> {
         let (ft, mut e) = self.ft();
-        Ok(ft.agree(&mut e, self.id, flag)?)
+        Ok(ft.agree(e.ext(), self.id, flag)?)
     }
 
     /// Non-blocking [`Comm::agree`]: `flag` is the contribution on entry and holds the
@@ -87,7 +87,7 @@ impl Comm {
         let v = *flag;
         // SAFETY: `flag` is borrowed mutably for 'scope, and the scope completes the request
         // before 'scope ends, so the write at completion targets live memory.
-        let id = unsafe { ft.iagree(&mut e, self.id, v, flag as *mut u64)? };
+        let id = unsafe { ft.iagree(e.ext(), self.id, v, flag as *mut u64)? };
         drop(e);
         Ok(s.register(id))
     }
@@ -96,7 +96,7 @@ impl Comm {
     /// in rank order. Works on a revoked communicator.
     pub fn shrink(&self) -> Result<Comm> {
         let (ft, mut e) = self.ft();
-        let id = ft.shrink(&mut e, self.id)?;
+        let id = ft.shrink(e.ext(), self.id)?;
         Ok(Comm { inner: self.inner.clone(), id })
     }
 
@@ -107,7 +107,7 @@ impl Comm {
         let (ft, mut e) = self.ft();
         // SAFETY: the box's heap slot does not move; ShrinkRequest keeps it and does not free
         // it before the request completed (its Drop waits).
-        let id = unsafe { ft.ishrink(&mut e, self.id, &mut *out as *mut u64)? };
+        let id = unsafe { ft.ishrink(e.ext(), self.id, &mut *out as *mut u64)? };
         Ok(ShrinkRequest { inner: self.inner.clone(), id: Some(id), out })
     }
 
@@ -137,7 +137,7 @@ impl Comm {
     /// agreement so that every member returns the same outcome.
     pub fn set_uniform(&self, on: bool) -> Result<()> {
         let (ft, mut e) = self.ft();
-        Ok(ft.set_uniform(&mut e, self.id, on)?)
+        Ok(ft.set_uniform(e.ext(), self.id, on)?)
     }
 
     /// For collectives: turn this member's local result into the uniform one when the

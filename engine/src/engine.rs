@@ -149,7 +149,7 @@ pub struct Engine {
     pub(crate) idle: u32,
     pub(crate) last_slow: Instant,
     pub(crate) scratch: Vec<u32>,
-    pub(crate) ext: crate::extend::Extensions,
+    pub(crate) extensions: crate::extend::Extensions,
 }
 
 pub(crate) fn user_status(source: u32, tag: i32, count: usize) -> Status {
@@ -208,7 +208,7 @@ impl Engine {
                 probe: 0,
             },
             cfg,
-            ext: Default::default(),
+            extensions: Default::default(),
             idle: 0,
             last_slow: Instant::now(),
             scratch: Vec::new(),

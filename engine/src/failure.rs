@@ -70,7 +70,7 @@ impl Failures {
 impl Engine {
     /// Record that world rank `w` failed and complete, with `ProcFailed`, every operation that
     /// can no longer finish: sends to it, receives naming it, rendezvous with it.
-    pub fn notify_failed(&mut self, w: u32) {
+    pub(crate) fn notify_failed(&mut self, w: u32) {
         if w == self.core.me || self.core.failed.is_failed(w) {
             return;
         }
@@ -161,14 +161,14 @@ impl Engine {
 
     /// Number of failures known so far (grows by one per newly failed process): activities
     /// compare it with the value they saw last to notice new failures cheaply.
-    pub fn failure_count(&self) -> usize {
+    pub(crate) fn failure_count(&self) -> usize {
         self.core.failed.list.len()
     }
 
     /// Revoke `c` locally: every pending point-to-point operation on it (user and internal
     /// context) completes with `Revoked`, and later ones fail at once. Returns false if it
     /// was already revoked. The FT layer propagates revocation to the other members.
-    pub fn revoke_local(&mut self, c: CommId) -> Result<bool> {
+    pub(crate) fn revoke_local(&mut self, c: CommId) -> Result<bool> {
         let comm = self.core.comms.get_mut(c)?;
         if comm.revoked {
             return Ok(false);

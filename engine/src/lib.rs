@@ -10,11 +10,15 @@
 //! implement [`Transport`]; keeping the engine out of `weft-fabric` lets `weft-shm` depend on
 //! the trait without linking libfabric.
 //!
-//! Module map: `transport` (trait, header), `engine` (send/recv paths, progress, failures),
-//! `matching` (posted/unexpected queues), `request` (request table), `comm` (communicator
-//! table), `create` (dup/split/free, barrier), `extend` (activities, message classes and
-//! communicator state for the collectives and fault-tolerance layers), `failure` (failed-process table), `buffer`
-//! (the only place user buffers are dereferenced), `error`.
+//! Module map: `transport` (trait, header), `engine` (engine state and plain queries), `send`
+//! (send path, per-destination queues), `recv` (receive path, matching of arrivals), `rndv`
+//! (rendezvous), `progress` (progress, test, wait, cancel), `failure` (failure knowledge,
+//! revocation, error scope, and completing what they end), `finalize` (goodbye handshake),
+//! `create` (communicator creation, barrier), `extend` (the [`Ext`] capability of the
+//! collectives and fault-tolerance layers: activities, generic requests, message classes,
+//! internal-context point-to-point), `matching` (posted/unexpected queues), `request`
+//! (request table), `comm` (communicator table), `buffer` (the only place user buffers are
+//! dereferenced), `error`.
 
 mod buffer;
 mod comm;
@@ -37,7 +41,7 @@ pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
-pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
+pub use extend::{Activity, ClassHandler, Ext, Step, FIRST_COLL_TAG};
 pub use request::{RecvStart, ReqId};
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};
 

@@ -52,11 +52,11 @@ impl Engine {
         if !self.core.acks_to_send.is_empty() {
             self.send_bye_acks();
         }
-        if self.ext.has_activities() {
+        if self.extensions.has_activities() {
             n += self.run_activities();
         }
         // A new failure wakes the slow activities at once.
-        if self.ext.has_slow() && self.ext.slow_seen != self.core.failed.list.len() {
+        if self.extensions.has_slow() && self.extensions.slow_seen != self.core.failed.list.len() {
             self.run_slow_activities();
         }
         let c = &self.core;
@@ -66,8 +66,8 @@ impl Engine {
             || !c.gets.is_empty()
             || !c.ctrl_inbox.is_empty()
             || !c.acks_to_send.is_empty()
-            || self.ext.has_activities()
-            || (self.ext.has_slow() && self.ext.slow_seen != c.failed.list.len());
+            || self.extensions.has_activities()
+            || (self.extensions.has_slow() && self.extensions.slow_seen != c.failed.list.len());
         n
     }
 
@@ -104,7 +104,7 @@ impl Engine {
             self.notify_failed(w);
         }
         self.scratch = found;
-        if self.ext.has_slow() {
+        if self.extensions.has_slow() {
             self.run_slow_activities();
         }
     }
@@ -113,7 +113,7 @@ impl Engine {
     /// after 16 idle iterations in yield mode give the core away. For layers that wait for
     /// their own completion condition instead of a request (`spins` starts at 0).
     #[inline]
-    pub fn idle_wait(&mut self, spins: &mut u32) {
+    pub(crate) fn idle_wait(&mut self, spins: &mut u32) {
         if self.progress() > 0 {
             *spins = 0;
             return;
@@ -127,7 +127,7 @@ impl Engine {
     /// As [`Engine::idle_wait`], for a blocking upper-layer call that waits for control
     /// messages (an agreement): a control message ends the poll it arrives in, and is
     /// dispatched at once, without a look at the next message (see [`Engine::wait`]).
-    pub fn idle_wait_ctrl(&mut self, spins: &mut u32) {
+    pub(crate) fn idle_wait_ctrl(&mut self, spins: &mut u32) {
         self.core.awaiting_ctrl = true;
         self.idle_wait(spins);
         self.core.awaiting_ctrl = false;

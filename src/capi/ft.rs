@@ -28,7 +28,7 @@ fn with_ft<T>(f: impl FnOnce(&weft_ft::Ft, &mut weft_engine::Engine) -> R<T>) ->
 /// Revoke `c` at every live member; returns at once.
 #[no_mangle]
 pub extern "C" fn weft_comm_revoke(c: weft_comm) -> c_int {
-    guard(|| with_ft(|ft, e| Ok(ft.revoke(e, comm(c))?)))
+    guard(|| with_ft(|ft, e| Ok(ft.revoke(e.ext(), comm(c))?)))
 }
 
 /// `*flag` = 1 if `c` was revoked, else 0.
@@ -58,7 +58,7 @@ pub unsafe extern "C" fn weft_comm_agree(c: weft_comm, flag: *mut u64) -> c_int 
         }
         with_ft(|ft, e| {
             // SAFETY: non-NULL, valid for reads and writes per the contract; waited for here.
-            let req = unsafe { ft.iagree(e, comm(c), *flag, flag)? };
+            let req = unsafe { ft.iagree(e.ext(), comm(c), *flag, flag)? };
             e.wait(req)?;
             Ok(())
         })
@@ -79,7 +79,7 @@ pub unsafe extern "C" fn weft_comm_iagree(c: weft_comm, flag: *mut u64, req: *mu
         }
         with_ft(|ft, e| {
             // SAFETY: the caller keeps `flag` valid until completion.
-            let id = unsafe { ft.iagree(e, comm(c), *flag, flag)? };
+            let id = unsafe { ft.iagree(e.ext(), comm(c), *flag, flag)? };
             // SAFETY: the caller's contract.
             unsafe { put(req, id.to_raw(), "req") }
         })
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn weft_comm_shrink(c: weft_comm, newcomm: *mut weft_comm)
         if newcomm.is_null() {
             return Err(Fail::null("newcomm"));
         }
-        let id = with_ft(|ft, e| Ok(ft.shrink(e, comm(c))?))?;
+        let id = with_ft(|ft, e| Ok(ft.shrink(e.ext(), comm(c))?))?;
         // SAFETY: the caller's contract.
         unsafe { put(newcomm, id.to_raw(), "newcomm") }
     })
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn weft_comm_ishrink(
         unsafe { newcomm.write(WEFT_COMM_NULL) };
         with_ft(|ft, e| {
             // SAFETY: the caller keeps `newcomm` valid until completion.
-            let id = unsafe { ft.ishrink(e, comm(c), newcomm)? };
+            let id = unsafe { ft.ishrink(e.ext(), comm(c), newcomm)? };
             // SAFETY: the caller's contract.
             unsafe { put(req, id.to_raw(), "req") }
         })
@@ -180,7 +180,7 @@ pub extern "C" fn weft_comm_set_error_scope(c: weft_comm, scope: c_int) -> c_int
 /// implicit agreement so every member returns the same outcome.
 #[no_mangle]
 pub extern "C" fn weft_comm_set_uniform(c: weft_comm, on: c_int) -> c_int {
-    guard(|| with_ft(|ft, e| Ok(ft.set_uniform(e, comm(c), on != 0)?)))
+    guard(|| with_ft(|ft, e| Ok(ft.set_uniform(e.ext(), comm(c), on != 0)?)))
 }
 
 /// Uniform-mode hook for the C collectives: the uniform result of a local one.
@@ -190,5 +190,5 @@ pub(crate) fn uniform_after(
     c: CommId,
     r: weft_engine::Result<()>,
 ) -> weft_engine::Result<()> {
-    ft.uniform_after(e, c, r)
+    ft.uniform_after(e.ext(), c, r)
 }
