@@ -301,7 +301,7 @@ impl Spec<'_> {
 }
 
 /// What schedule builders see.
-pub(crate) struct Ctx<'a> {
+pub(crate) struct BuildContext<'a> {
     pub rank: u32,
     pub n: u32,
     pub es: usize,
@@ -315,7 +315,7 @@ pub(crate) struct Ctx<'a> {
     pub rdispls: &'a [usize],
 }
 
-impl Ctx<'_> {
+impl BuildContext<'_> {
     /// The tree of a tree-shaped algorithm, rooted at `root`.
     pub(crate) fn tree(&self, alg: Alg, root: u32) -> tree::Tree {
         use tree::Shape;
@@ -711,7 +711,7 @@ impl Coll {
         let (es, commute) = (spec.dtype.size(), key.commute);
         let nodes = self.nodes(e, c)?;
         let alg = self.pick(c, spec, n, &nodes);
-        let ctx = Ctx {
+        let ctx = BuildContext {
             rank,
             n,
             es,
@@ -833,7 +833,7 @@ impl Coll {
         es: usize,
         nodes: &[u32],
     ) -> Schedule {
-        let ctx = Ctx {
+        let ctx = BuildContext {
             rank,
             n,
             es,
@@ -850,7 +850,7 @@ impl Coll {
     }
 }
 
-fn build(c: &Ctx, kind: Kind, alg: Alg) -> Schedule {
+fn build(c: &BuildContext, kind: Kind, alg: Alg) -> Schedule {
     match kind {
         Kind::Barrier => barrier::build(c, alg),
         Kind::Bcast => bcast::build(c, alg),

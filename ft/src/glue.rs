@@ -123,7 +123,7 @@ struct Ready {
     ctx: u32,
     id: CommId,
     failures: usize,
-    inst: Box<Inst>,
+    inst: Box<AgreeInstance>,
 }
 
 impl Ready {
@@ -133,7 +133,7 @@ impl Ready {
     }
 }
 
-struct Inst {
+struct AgreeInstance {
     era: Era,
     local: Option<Local>,
 }
@@ -147,9 +147,9 @@ struct Glue {
     /// Agreement instances by (context id, sequence number). Boxed so that inserting one
     /// moves a pointer, not the state machine; pruned boxes are reused (`spare`), so the
     /// failure-free agreement allocates nothing for its instance.
-    insts: HashMap<(u32, u32), Box<Inst>>,
+    insts: HashMap<(u32, u32), Box<AgreeInstance>>,
     #[allow(clippy::vec_box)] // boxes, not instances: they move into `insts` by pointer
-    spare: Vec<Box<Inst>>,
+    spare: Vec<Box<AgreeInstance>>,
     /// A recycled instance already reset for the next agreement on a communicator (done
     /// after this member's first message left, while it waits: off the critical path).
     ready: Option<Ready>,
@@ -502,16 +502,16 @@ impl Glue {
         ctx: u32,
         seq: u32,
         create: bool,
-        f: impl FnOnce(&mut Inst, &mut Vec<agree::Action>),
+        f: impl FnOnce(&mut AgreeInstance, &mut Vec<agree::Action>),
     ) -> bool {
         let Glue { opts, comms, insts, spare, ready, acts, buf, stats, pool, blocked, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return false };
-        let inst: &mut Inst = if create {
+        let inst: &mut AgreeInstance = if create {
             insts.entry((ctx, seq)).or_insert_with(|| match ready.take() {
                 Some(r) if r.fits(ctx, info, e) => r.inst,
                 r => {
                     *ready = r;
-                    new_inst(e, info, opts.agree, spare)
+                    new_agree_instance(e, info, opts.agree, spare)
                 }
             })
         } else {
@@ -574,7 +574,7 @@ impl Glue {
         if let Some(old) = ready.take() {
             spare.push(old.inst);
         }
-        let inst = new_inst(e, info, opts.agree, spare);
+        let inst = new_agree_instance(e, info, opts.agree, spare);
         *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
     }
 
@@ -722,7 +722,12 @@ impl Glue {
 
 /// A new agreement instance for `info` (a recycled box when there is one).
 #[allow(clippy::vec_box)]
-fn new_inst(e: &Ext, info: &CommInfo, path: AgreePath, spare: &mut Vec<Box<Inst>>) -> Box<Inst> {
+fn new_agree_instance(
+    e: &Ext,
+    info: &CommInfo,
+    path: AgreePath,
+    spare: &mut Vec<Box<AgreeInstance>>,
+) -> Box<AgreeInstance> {
     let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
     let fast = path == AgreePath::Fast;
     match spare.pop() {
@@ -737,7 +742,7 @@ fn new_inst(e: &Ext, info: &CommInfo, path: AgreePath, spare: &mut Vec<Box<Inst>
             } else {
                 Era::new(info.tree.clone(), info.rank, &failed)
             };
-            Box::new(Inst { era, local: None })
+            Box::new(AgreeInstance { era, local: None })
         }
     }
 }
@@ -807,8 +812,8 @@ fn complete(
 #[allow(clippy::vec_box)]
 fn prune(
     info: &mut CommInfo,
-    insts: &mut HashMap<(u32, u32), Box<Inst>>,
-    spare: &mut Vec<Box<Inst>>,
+    insts: &mut HashMap<(u32, u32), Box<AgreeInstance>>,
+    spare: &mut Vec<Box<AgreeInstance>>,
     ctx: u32,
 ) {
     while info.kept.len() > KEEP_DECIDED {
