@@ -6,7 +6,7 @@
 //! builds those and plugs them in with [`Engine::add_transport`] and
 //! [`Engine::add_failure_source`].
 //!
-//! Why its own crate (DESIGN §1 allows it): the shared-memory and libfabric transports both
+//! Why its own crate: the shared-memory and libfabric transports both
 //! implement [`Transport`]; keeping the engine out of `weft-fabric` lets `weft-shm` depend on
 //! the trait without linking libfabric.
 //!

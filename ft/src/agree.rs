@@ -1,4 +1,5 @@
-//! Early Returning Agreement (ERA, seed 004): fault-tolerant agreement on a [`Value`] —
+//! Early Returning Agreement (ERA: Herault et al., "Practical Scalable Consensus for
+//! Pseudo-Synchronous Distributed Systems", SC15): fault-tolerant agreement on a [`Value`] —
 //! the AND of a flag word, the union of failed ranks, the intersection of acknowledged
 //! failures and the max of a context id — over a reduction tree with re-parenting.
 //!

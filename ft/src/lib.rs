@@ -1,21 +1,21 @@
 //! `weft-ft`: the fault-tolerance protocols of weft.
 //!
-//! Each protocol is a **sans-IO state machine** (DESIGN §4): its inputs are a message from a
+//! Each protocol is a **sans-IO state machine**: its inputs are a message from a
 //! rank, a failure notice for a rank, or a timer tick carrying `now` (nanoseconds); its outputs
 //! are a list of actions (send this message to that rank, deliver, decide, declare). No I/O,
 //! no clock and no thread inside, and no engine type either: ranks are plain `u32` and
 //! messages are plain values encoded by [`wire`]. The engine drives them through [`glue`]; the
-//! simulator (a later issue) drives the very same code with virtual time.
+//! simulator drives the very same code with virtual time.
 //!
 //! | module | protocol |
 //! |---|---|
 //! | [`revoke`] | reliable broadcast over the binomial graph (degree ≈ 2·log₂ N, tolerates degree−1 failures) |
 //! | [`agree`] | Early Returning Agreement: fault-tolerant AND of a flag word, union of failed ranks, max of a context id; flat binary or hierarchical bin/bin trees |
 //! | [`shrink`] | shrink on top of the agreement: agreed failed set + agreed new context id |
-//! | [`detector`] | SC16 observation-ring heartbeat detector with reliable broadcast of findings |
+//! | [`detector`] | observation-ring heartbeat detector (Bosilca et al., SC16) with reliable broadcast of findings |
 //! | [`wire`] | message encoding; malformed input is rejected, never a panic |
 //! | [`glue`] | message-class handlers, one activity, generic requests: drives the above from the engine |
-//! | [`gossip`] | seed 002's gossip failure detection and consensus (fault matrix, heuristic fault list, three-phase), sans-IO |
+//! | [`gossip`] | gossip-style failure detection and consensus (fault matrix, heuristic fault list, three-phase), sans-IO |
 //! | [`sim`] | deterministic discrete-event simulator driving the protocols above at up to 2^20 ranks |
 
 pub mod agree;
