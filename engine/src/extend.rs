@@ -43,7 +43,7 @@ pub trait Activity {
     fn advance(&mut self, e: &mut Ext) -> Step;
 }
 
-/// Handler of an upper-layer message class: `(engine, sender world rank, header, payload)`.
+/// Handler of an upper-layer message class: `(capability, sender world rank, header, payload)`.
 pub type ClassHandler = Box<dyn FnMut(&mut Ext, u32, &Header, &[u8])>;
 
 /// What the collectives and fault-tolerance layers may do with the engine (see the module
