@@ -152,6 +152,17 @@ pub struct Engine {
     pub(crate) extensions: crate::extend::Extensions,
 }
 
+/// What the collectives and fault-tolerance layers may do with the engine: a view of the
+/// [`Engine`] that exposes the extension points, failure and communicator state, and the
+/// blocking primitives, and none of the user-facing API. Its methods are in `extend.rs`.
+///
+/// Declared here, beside [`Engine`], because the compiler groups a type's methods into the
+/// code unit of the module that declares the type: with both types here, every caller of the
+/// send and receive paths shares their unit, which keeps those paths internal and lets them use
+/// the cheaper internal calling convention (one instruction less per send and per receive).
+#[repr(transparent)]
+pub struct Ext(pub(crate) Engine);
+
 pub(crate) fn user_status(source: u32, tag: i32, count: usize) -> Status {
     Status { source, tag, count }
 }

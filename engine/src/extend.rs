@@ -26,7 +26,7 @@ use crate::comm::ErrScope;
 use crate::error::{Error, Result};
 use crate::request::{Phase, RecvStart, Req, ReqId};
 use crate::transport::{class, Header, TransportError};
-use crate::{CommId, Engine, Status};
+use crate::{CommId, Engine, Ext, Status};
 
 /// What an activity reports after one advance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,12 +45,6 @@ pub trait Activity {
 
 /// Handler of an upper-layer message class: `(capability, sender world rank, header, payload)`.
 pub type ClassHandler = Box<dyn FnMut(&mut Ext, u32, &Header, &[u8])>;
-
-/// What the collectives and fault-tolerance layers may do with the engine (see the module
-/// documentation): a view of the [`Engine`] that exposes the extension points, failure and
-/// communicator state, and the blocking primitives, and none of the user-facing API.
-#[repr(transparent)]
-pub struct Ext(Engine);
 
 impl Engine {
     /// The capability the collectives and fault-tolerance layers work through.

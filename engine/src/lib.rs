@@ -39,9 +39,9 @@ pub mod transport;
 pub use buffer::copy_bytes;
 pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
-pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};
+pub use engine::{Engine, EngineConfig, Ext, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
-pub use extend::{Activity, ClassHandler, Ext, Step, FIRST_COLL_TAG};
+pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
 pub use request::{RecvStart, ReqId};
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};
 

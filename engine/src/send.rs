@@ -27,6 +27,7 @@ pub(crate) enum Body {
 }
 
 impl Body {
+    #[inline]
     fn bytes(&self) -> &[u8] {
         match self {
             Body::User(b) => b.as_slice(),
