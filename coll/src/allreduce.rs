@@ -2,15 +2,15 @@
 //! reduce to rank 0 followed by a broadcast along the same tree (binomial, k-nomial, flat
 //! binary, star, bin/bin, bin/star).
 
-use crate::schedule::{Buf, Reg, Sb, Schedule};
+use crate::schedule::{Buf, Region, Schedule, ScheduleBuilder};
 use crate::select::Alg;
-use crate::{rabenseifner, recdbl, ring, tree, Ctx};
+use crate::{rabenseifner, recdbl, ring, tree, BuildContext};
 
-pub(crate) fn build(c: &Ctx, alg: Alg) -> Schedule {
-    let mut b = Sb::new();
+pub(crate) fn build(c: &BuildContext, alg: Alg) -> Schedule {
+    let mut b = ScheduleBuilder::new();
     let len = c.count * c.es;
-    let data = Reg::new(Buf::Recv, 0, len);
-    b.copy(Reg::new(Buf::Send, 0, len), data);
+    let data = Region::new(Buf::Recv, 0, len);
+    b.copy(Region::new(Buf::Send, 0, len), data);
     b.next();
     match alg {
         Alg::RecDbl => recdbl::allreduce(&mut b, c.rank, c.n, data),

@@ -1,11 +1,11 @@
 //! Bruck-style algorithms: the dissemination barrier (⌈log₂ n⌉ rounds, any n) and the Bruck
 //! allgather (⌈log₂ n⌉ rounds for any n, then one local rotation).
 
-use crate::schedule::{Buf, Reg, Sb};
+use crate::schedule::{Buf, Region, ScheduleBuilder};
 
 /// Dissemination barrier.
-pub fn barrier(b: &mut Sb, rank: u32, n: u32) {
-    let z = Reg::new(Buf::Tmp, 0, 0);
+pub fn barrier(b: &mut ScheduleBuilder, rank: u32, n: u32) {
+    let z = Region::new(Buf::Tmp, 0, 0);
     let mut dist = 1;
     while dist < n {
         b.send((rank + dist) % n, z);
@@ -17,7 +17,7 @@ pub fn barrier(b: &mut Sb, rank: u32, n: u32) {
 
 /// Bruck allgather of `blk`-byte blocks: `mine` is this rank's block, `out` receives all n
 /// blocks in rank order.
-pub fn allgather(b: &mut Sb, rank: u32, n: u32, mine: Reg, out: Reg, blk: usize) {
+pub fn allgather(b: &mut ScheduleBuilder, rank: u32, n: u32, mine: Region, out: Region, blk: usize) {
     let n_ = n as usize;
     let t = b.tmp(n_ * blk);
     b.copy(mine, t.sub(0, blk));

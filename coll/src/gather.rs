@@ -1,9 +1,9 @@
 //! Gather: binomial (subtrees are contiguous relative-rank ranges, gathered in a scratch
 //! buffer and rotated into place at the root) or linear; gatherv: linear.
 
-use crate::schedule::{Buf, Reg, Sb, Schedule};
+use crate::schedule::{Buf, Region, Schedule, ScheduleBuilder};
 use crate::select::Alg;
-use crate::Ctx;
+use crate::BuildContext;
 
 /// Size of the binomial subtree of relative rank `rel` in a tree of `n`.
 pub(crate) fn subtree(rel: usize, n: usize) -> usize {
@@ -28,18 +28,19 @@ pub(crate) fn children(rel: usize, n: usize) -> Vec<(usize, usize)> {
     out
 }
 
-pub(crate) fn build(c: &Ctx, alg: Alg) -> Schedule {
-    let mut b = Sb::new();
+pub(crate) fn build(c: &BuildContext, alg: Alg) -> Schedule {
+    let mut b = ScheduleBuilder::new();
     let (n, blk) = (c.n as usize, c.count * c.es);
     let root = c.root as usize;
     let me = c.rank as usize;
-    let mine = Reg::new(Buf::Send, 0, blk);
+    let mine = Region::new(Buf::Send, 0, blk);
     match alg {
         Alg::Binomial => {
             let rel = (me + n - root) % n;
             let abs = |r: usize| ((r + root) % n) as u32;
             let size = subtree(rel, n);
-            let acc = if rel == 0 && root == 0 { Reg::new(Buf::Recv, 0, n * blk) } else { b.tmp(size * blk) };
+            let acc =
+                if rel == 0 && root == 0 { Region::new(Buf::Recv, 0, n * blk) } else { b.tmp(size * blk) };
             b.copy(mine, acc.sub(0, blk));
             b.next();
             for (ch, sz) in children(rel, n) {
@@ -51,18 +52,18 @@ pub(crate) fn build(c: &Ctx, alg: Alg) -> Schedule {
                 b.send(abs(parent), acc.sub(0, size * blk));
             } else if root != 0 {
                 let first = n - root;
-                b.copy(acc.sub(0, first * blk), Reg::new(Buf::Recv, root * blk, first * blk));
-                b.copy(acc.sub(first * blk, root * blk), Reg::new(Buf::Recv, 0, root * blk));
+                b.copy(acc.sub(0, first * blk), Region::new(Buf::Recv, root * blk, first * blk));
+                b.copy(acc.sub(first * blk, root * blk), Region::new(Buf::Recv, 0, root * blk));
             }
         }
         _ => {
             if me == root {
                 for i in 0..n {
                     if i != root {
-                        b.recv(i as u32, Reg::new(Buf::Recv, i * blk, blk));
+                        b.recv(i as u32, Region::new(Buf::Recv, i * blk, blk));
                     }
                 }
-                b.copy(mine, Reg::new(Buf::Recv, root * blk, blk));
+                b.copy(mine, Region::new(Buf::Recv, root * blk, blk));
             } else {
                 b.send(c.root, mine);
             }
@@ -71,12 +72,12 @@ pub(crate) fn build(c: &Ctx, alg: Alg) -> Schedule {
     b.finish()
 }
 
-pub(crate) fn build_v(c: &Ctx) -> Schedule {
-    let mut b = Sb::new();
-    let mine = Reg::new(Buf::Send, 0, c.count * c.es);
+pub(crate) fn build_v(c: &BuildContext) -> Schedule {
+    let mut b = ScheduleBuilder::new();
+    let mine = Region::new(Buf::Send, 0, c.count * c.es);
     if c.rank == c.root {
         for i in 0..c.n as usize {
-            let r = Reg::new(Buf::Recv, c.rdispls[i] * c.es, c.rcounts[i] * c.es);
+            let r = Region::new(Buf::Recv, c.rdispls[i] * c.es, c.rcounts[i] * c.es);
             if i as u32 == c.root {
                 b.copy(mine, r);
             } else {

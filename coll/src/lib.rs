@@ -76,7 +76,7 @@ mod scatter;
 
 use std::rc::Rc;
 
-use weft_engine::{CommId, Engine, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
+use weft_engine::{CommId, Error, Ext, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
 
 pub use dtype::{as_bytes, DType, Datatype, DoubleInt, FloatInt, IntInt};
 pub use op::{Op, UserFnPtr};
@@ -304,7 +304,7 @@ impl Spec<'_> {
 }
 
 /// What schedule builders see.
-pub(crate) struct Ctx<'a> {
+pub(crate) struct BuildContext<'a> {
     pub rank: u32,
     pub n: u32,
     pub es: usize,
@@ -318,7 +318,7 @@ pub(crate) struct Ctx<'a> {
     pub rdispls: &'a [usize],
 }
 
-impl Ctx<'_> {
+impl BuildContext<'_> {
     /// The tree of a tree-shaped algorithm, rooted at `root`.
     pub(crate) fn tree(&self, alg: Alg, root: u32) -> tree::Tree {
         use tree::Shape;
@@ -460,7 +460,7 @@ impl Coll {
         Ok(())
     }
 
-    fn nodes(&mut self, e: &Engine, c: CommId) -> Result<Rc<[u32]>> {
+    fn nodes(&mut self, e: &Ext, c: CommId) -> Result<Rc<[u32]>> {
         let slot = c.to_raw() as u32 as usize;
         if slot >= self.comms.len() || self.comms[slot].id != Some(c) {
             self.per_comm(c);
@@ -476,7 +476,7 @@ impl Coll {
     }
 
     /// The algorithm a call with `spec` on `c` would use.
-    pub fn algorithm(&mut self, e: &Engine, c: CommId, spec: &Spec) -> Result<Alg> {
+    pub fn algorithm(&mut self, e: &Ext, c: CommId, spec: &Spec) -> Result<Alg> {
         let n = e.comm_size(c)?;
         let nodes = self.nodes(e, c)?;
         Ok(self.pick(c, spec, n, &nodes))
@@ -538,7 +538,7 @@ impl Coll {
     /// and reports errors. Returns small values only: a large `Result` returned through
     /// memory cost a store-forwarding stall per call.
     #[inline(always)]
-    fn hit(&mut self, e: &Engine, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
+    fn hit(&mut self, e: &Ext, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
         if spec.kind.is_v() || !e.comm_live(c) {
             return None;
         }
@@ -585,7 +585,7 @@ impl Coll {
     /// this run and its checking header.
     fn plan(
         &mut self,
-        e: &Engine,
+        e: &Ext,
         c: CommId,
         spec: &Spec,
         key: Key,
@@ -602,7 +602,7 @@ impl Coll {
     /// [`Coll::plan`] without a hit: the full validation, then the cached schedule or a new
     /// one. Leaves the communicator's state in place (so [`Coll::next_tag`] finds it).
     #[inline(never)]
-    fn plan_full(&mut self, e: &Engine, c: CommId, spec: &Spec, key: Key) -> Result<Plan> {
+    fn plan_full(&mut self, e: &Ext, c: CommId, spec: &Spec, key: Key) -> Result<Plan> {
         let (rank, n) = (e.comm_rank(c)?, e.comm_size(c)?);
         Self::validate(spec, rank, n)?;
         let slot = c.to_raw() as u32 as usize;
@@ -626,7 +626,7 @@ impl Coll {
     #[allow(clippy::too_many_arguments)]
     fn plan_miss(
         &mut self,
-        e: &Engine,
+        e: &Ext,
         c: CommId,
         spec: &Spec,
         rank: u32,
@@ -637,7 +637,7 @@ impl Coll {
         let (es, commute) = (spec.dtype.size(), key.commute);
         let nodes = self.nodes(e, c)?;
         let alg = self.pick(c, spec, n, &nodes);
-        let ctx = Ctx {
+        let ctx = BuildContext {
             rank,
             n,
             es,
@@ -676,7 +676,7 @@ impl Coll {
     /// `spec.send` must stay valid for reads of `spec.send_len` bytes and `spec.recv` for
     /// reads and writes of `spec.recv_len` bytes (and not be used otherwise) until the request
     /// has completed.
-    pub unsafe fn start(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<ReqId> {
+    pub unsafe fn start(&mut self, e: &mut Ext, c: CommId, spec: &Spec) -> Result<ReqId> {
         let key = Key::of(spec);
         let hit = self.hit(e, c, spec, &key);
         let (plan, tag, check) = self.plan(e, c, spec, key, hit)?;
@@ -713,7 +713,7 @@ impl Coll {
     ///
     /// # Safety
     /// As [`Coll::start`] (the buffers need only live for the call).
-    pub unsafe fn run(&mut self, e: &mut Engine, c: CommId, spec: &Spec) -> Result<()> {
+    pub unsafe fn run(&mut self, e: &mut Ext, c: CommId, spec: &Spec) -> Result<()> {
         let key = Key::of(spec);
         if let Some((slot, i)) = self.hit(e, c, spec, &key) {
             let tag = self.next_tag(slot);
@@ -731,7 +731,7 @@ impl Coll {
     /// # Safety
     /// As [`Coll::run`].
     #[inline(never)]
-    unsafe fn run_full(&mut self, e: &mut Engine, c: CommId, spec: &Spec, key: Key) -> Result<()> {
+    unsafe fn run_full(&mut self, e: &mut Ext, c: CommId, spec: &Spec, key: Key) -> Result<()> {
         let (plan, tag, check) = self.plan(e, c, spec, key, None)?;
         let stage_max = self.stage_max;
         match plan {
@@ -759,7 +759,7 @@ impl Coll {
         es: usize,
         nodes: &[u32],
     ) -> Schedule {
-        let ctx = Ctx {
+        let ctx = BuildContext {
             rank,
             n,
             es,
@@ -776,7 +776,7 @@ impl Coll {
     }
 }
 
-fn build(c: &Ctx, kind: Kind, alg: Alg) -> Schedule {
+fn build(c: &BuildContext, kind: Kind, alg: Alg) -> Schedule {
     match kind {
         Kind::Barrier => barrier::build(c, alg),
         Kind::Bcast => bcast::build(c, alg),

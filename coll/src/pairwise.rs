@@ -2,7 +2,7 @@
 //! partners otherwise), the linear variant that posts every exchange at once, and the
 //! pairwise reduce-scatter (commutative operations).
 
-use crate::schedule::{Buf, Reg, Sb};
+use crate::schedule::{Buf, Region, ScheduleBuilder};
 
 /// Partner of step `s` (1 ≤ s < n): `(send_to, recv_from)`.
 fn partners(rank: u32, n: u32, s: u32) -> (u32, u32) {
@@ -15,9 +15,16 @@ fn partners(rank: u32, n: u32, s: u32) -> (u32, u32) {
 
 /// Alltoall(v): `sb[i]` / `rb[i]` are the byte blocks `(offset, len)` for rank i in the send
 /// and receive buffers. `linear` posts every exchange in one round.
-pub fn alltoall(b: &mut Sb, rank: u32, n: u32, sb: &[(usize, usize)], rb: &[(usize, usize)], linear: bool) {
-    let s = |i: u32| Reg::new(Buf::Send, sb[i as usize].0, sb[i as usize].1);
-    let r = |i: u32| Reg::new(Buf::Recv, rb[i as usize].0, rb[i as usize].1);
+pub fn alltoall(
+    b: &mut ScheduleBuilder,
+    rank: u32,
+    n: u32,
+    sb: &[(usize, usize)],
+    rb: &[(usize, usize)],
+    linear: bool,
+) {
+    let s = |i: u32| Region::new(Buf::Send, sb[i as usize].0, sb[i as usize].1);
+    let r = |i: u32| Region::new(Buf::Recv, rb[i as usize].0, rb[i as usize].1);
     for step in 1..n {
         let (to, from) = partners(rank, n, step);
         b.send(to, s(to));
@@ -32,8 +39,8 @@ pub fn alltoall(b: &mut Sb, rank: u32, n: u32, sb: &[(usize, usize)], rb: &[(usi
 
 /// Pairwise reduce-scatter: `rb[i]` are the byte blocks of rank i in the send buffer; the
 /// reduction of block `rank` lands in `out`.
-pub fn reduce_scatter(b: &mut Sb, rank: u32, n: u32, blocks: &[(usize, usize)], out: Reg) {
-    let s = |i: u32| Reg::new(Buf::Send, blocks[i as usize].0, blocks[i as usize].1);
+pub fn reduce_scatter(b: &mut ScheduleBuilder, rank: u32, n: u32, blocks: &[(usize, usize)], out: Region) {
+    let s = |i: u32| Region::new(Buf::Send, blocks[i as usize].0, blocks[i as usize].1);
     b.copy(s(rank), out);
     b.next();
     let t = b.tmp(out.len);

@@ -3,10 +3,10 @@
 //! MPICH). About 2·(n−1)/n of the vector moves per rank instead of log₂ n whole vectors.
 
 use crate::recdbl::{fold, fold_in, fold_out, newrank, real};
-use crate::schedule::{Reg, Sb};
+use crate::schedule::{Region, ScheduleBuilder};
 
 /// Allreduce of `data` (`count` elements of `es` bytes, contribution in place).
-pub fn allreduce(b: &mut Sb, rank: u32, n: u32, data: Reg, count: usize, es: usize) {
+pub fn allreduce(b: &mut ScheduleBuilder, rank: u32, n: u32, data: Region, count: usize, es: usize) {
     let (p, rem) = fold(n);
     fold_in(b, rank, rem, data);
     if let Some(nr) = newrank(rank, rem) {

@@ -2,7 +2,7 @@
 //! into a neighbour first, as in MPICH, which keeps rank order for non-commutative
 //! operations), allgather (powers of two), inclusive and exclusive scan.
 
-use crate::schedule::{Reg, Sb};
+use crate::schedule::{Region, ScheduleBuilder};
 
 /// Folding of `n` ranks onto a power of two: `(p, rem)` with `p` the largest power of two
 /// ≤ n and `rem = n − p`.
@@ -30,7 +30,7 @@ pub fn real(nr: u32, rem: u32) -> u32 {
 }
 
 /// Fold in: even ranks below 2·rem give their data to the odd neighbour.
-pub fn fold_in(b: &mut Sb, rank: u32, rem: u32, data: Reg) {
+pub fn fold_in(b: &mut ScheduleBuilder, rank: u32, rem: u32, data: Region) {
     if rank < 2 * rem {
         if rank.is_multiple_of(2) {
             b.send(rank + 1, data);
@@ -44,7 +44,7 @@ pub fn fold_in(b: &mut Sb, rank: u32, rem: u32, data: Reg) {
 }
 
 /// Fold out: odd ranks below 2·rem return the result to the even neighbour.
-pub fn fold_out(b: &mut Sb, rank: u32, rem: u32, data: Reg) {
+pub fn fold_out(b: &mut ScheduleBuilder, rank: u32, rem: u32, data: Region) {
     if rank < 2 * rem {
         if rank % 2 == 1 {
             b.send(rank - 1, data);
@@ -56,7 +56,7 @@ pub fn fold_out(b: &mut Sb, rank: u32, rem: u32, data: Reg) {
 }
 
 /// Allreduce of `data` (this rank's contribution in place) by recursive doubling.
-pub fn allreduce(b: &mut Sb, rank: u32, n: u32, data: Reg) {
+pub fn allreduce(b: &mut ScheduleBuilder, rank: u32, n: u32, data: Region) {
     let (p, rem) = fold(n);
     fold_in(b, rank, rem, data);
     if let Some(nr) = newrank(rank, rem) {
@@ -76,7 +76,7 @@ pub fn allreduce(b: &mut Sb, rank: u32, n: u32, data: Reg) {
 
 /// Allgather by recursive doubling (n a power of two): block i of `blk` bytes at offset
 /// `i·blk` of `base`; this rank's block is in place.
-pub fn allgather(b: &mut Sb, rank: u32, n: u32, base: Reg, blk: usize) {
+pub fn allgather(b: &mut ScheduleBuilder, rank: u32, n: u32, base: Region, blk: usize) {
     debug_assert!(n.is_power_of_two());
     let mut mask = 1;
     while mask < n {
@@ -92,7 +92,7 @@ pub fn allgather(b: &mut Sb, rank: u32, n: u32, base: Reg, blk: usize) {
 
 /// Inclusive (`exclusive` = false) or exclusive scan of `send` into `recv` (MPICH's
 /// recursive doubling; keeps rank order). Rank 0's `recv` is untouched by an exclusive scan.
-pub fn scan(b: &mut Sb, rank: u32, n: u32, send: Reg, recv: Reg, exclusive: bool) {
+pub fn scan(b: &mut ScheduleBuilder, rank: u32, n: u32, send: Region, recv: Region, exclusive: bool) {
     let partial = b.tmp(send.len);
     let t = b.tmp(send.len);
     b.copy(send, partial);
@@ -125,7 +125,7 @@ pub fn scan(b: &mut Sb, rank: u32, n: u32, send: Reg, recv: Reg, exclusive: bool
 }
 
 /// Linear (chain) scan: rank r waits for the prefix of ranks < r, then passes its own on.
-pub fn scan_linear(b: &mut Sb, rank: u32, n: u32, send: Reg, recv: Reg, exclusive: bool) {
+pub fn scan_linear(b: &mut ScheduleBuilder, rank: u32, n: u32, send: Region, recv: Region, exclusive: bool) {
     let acc = b.tmp(send.len);
     b.copy(send, acc);
     b.next();

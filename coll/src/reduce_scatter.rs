@@ -1,12 +1,12 @@
 //! Reduce-scatter (per-rank counts) and reduce-scatter-block: ring, pairwise (commutative),
 //! or `basic` — binomial reduce to rank 0 then linear scatter (keeps rank order).
 
-use crate::schedule::{Buf, Reg, Sb, Schedule};
+use crate::schedule::{Buf, Region, Schedule, ScheduleBuilder};
 use crate::select::Alg;
-use crate::{pairwise, ring, tree, Ctx};
+use crate::{pairwise, ring, tree, BuildContext};
 
 /// `counts[i]` elements for rank i.
-pub(crate) fn build(c: &Ctx, alg: Alg, counts: &[usize]) -> Schedule {
+pub(crate) fn build(c: &BuildContext, alg: Alg, counts: &[usize]) -> Schedule {
     let es = c.es;
     let mut off = 0;
     let blocks: Vec<(usize, usize)> = counts
@@ -19,20 +19,20 @@ pub(crate) fn build(c: &Ctx, alg: Alg, counts: &[usize]) -> Schedule {
         .collect();
     let total = off;
     let me = c.rank as usize;
-    let out = Reg::new(Buf::Recv, 0, blocks[me].1);
-    let mut b = Sb::new();
+    let out = Region::new(Buf::Recv, 0, blocks[me].1);
+    let mut b = ScheduleBuilder::new();
     match alg {
         Alg::Ring => {
             let w = b.tmp(total);
-            b.copy(Reg::new(Buf::Send, 0, total), w);
+            b.copy(Region::new(Buf::Send, 0, total), w);
             let wb: Vec<(usize, usize)> = blocks.iter().map(|&(o, l)| (w.off + o, l)).collect();
             ring::reduce_scatter(&mut b, c.rank, c.n, Buf::Tmp, &wb);
-            b.copy(Reg::new(Buf::Tmp, wb[me].0, wb[me].1), out);
+            b.copy(Region::new(Buf::Tmp, wb[me].0, wb[me].1), out);
         }
         Alg::Pairwise => pairwise::reduce_scatter(&mut b, c.rank, c.n, &blocks, out),
         _ => {
             let acc = b.tmp(total);
-            b.copy(Reg::new(Buf::Send, 0, total), acc);
+            b.copy(Region::new(Buf::Send, 0, total), acc);
             tree::reduce(&mut b, &tree::flat(tree::Shape::Knomial(2), c.rank, c.n, 0), acc);
             if c.rank == 0 {
                 for (i, &(o, l)) in blocks.iter().enumerate().skip(1) {

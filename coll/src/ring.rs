@@ -1,7 +1,7 @@
 //! Ring algorithms: allgather(v) in n−1 steps, and the commutative reduce-scatter in n−1
 //! steps that, followed by the ring allgather, is the bandwidth-optimal ring allreduce.
 
-use crate::schedule::{Buf, Reg, Sb};
+use crate::schedule::{Buf, Region, ScheduleBuilder};
 
 fn left(rank: u32, n: u32) -> u32 {
     (rank + n - 1) % n
@@ -11,8 +11,8 @@ fn right(rank: u32, n: u32) -> u32 {
 }
 
 /// Ring allgather over blocks `(offset, len)` of buffer `w`; this rank's block is in place.
-pub fn allgather(b: &mut Sb, rank: u32, n: u32, w: Buf, blocks: &[(usize, usize)]) {
-    let blk = |i: u32| Reg::new(w, blocks[i as usize].0, blocks[i as usize].1);
+pub fn allgather(b: &mut ScheduleBuilder, rank: u32, n: u32, w: Buf, blocks: &[(usize, usize)]) {
+    let blk = |i: u32| Region::new(w, blocks[i as usize].0, blocks[i as usize].1);
     for s in 0..n.saturating_sub(1) {
         let sb = (rank + n - s) % n;
         let rb = (rank + 2 * n - s - 1) % n;
@@ -24,13 +24,13 @@ pub fn allgather(b: &mut Sb, rank: u32, n: u32, w: Buf, blocks: &[(usize, usize)
 
 /// Ring reduce-scatter (commutative operations): `w` holds this rank's full contribution;
 /// afterwards block `rank` of `w` holds the reduction of every rank's block `rank`.
-pub fn reduce_scatter(b: &mut Sb, rank: u32, n: u32, w: Buf, blocks: &[(usize, usize)]) {
+pub fn reduce_scatter(b: &mut ScheduleBuilder, rank: u32, n: u32, w: Buf, blocks: &[(usize, usize)]) {
     if n < 2 {
         return;
     }
     let maxlen = blocks.iter().map(|x| x.1).max().unwrap_or(0);
     let tmp = b.tmp(maxlen);
-    let blk = |i: u32| Reg::new(w, blocks[i as usize].0, blocks[i as usize].1);
+    let blk = |i: u32| Region::new(w, blocks[i as usize].0, blocks[i as usize].1);
     b.next();
     for s in 0..n - 1 {
         let sb = (rank + 2 * n - s - 1) % n;

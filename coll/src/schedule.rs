@@ -26,7 +26,7 @@ use std::borrow::BorrowMut;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use weft_engine::{Activity, CommId, Engine, Error, RecvStart, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CommId, Error, Ext, RecvStart, ReqId, Result, Status, Step};
 
 use crate::dtype::DType;
 use crate::op::Op;
@@ -44,7 +44,7 @@ pub enum Buf {
 
 /// A byte region of one buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reg {
+pub struct Region {
     /// The buffer.
     pub buf: Buf,
     /// Byte offset.
@@ -53,43 +53,43 @@ pub struct Reg {
     pub len: usize,
 }
 
-impl Reg {
-    /// Region `[off, off+len)` of `buf`.
-    pub const fn new(buf: Buf, off: usize, len: usize) -> Reg {
-        Reg { buf, off, len }
+impl Region {
+    /// The region `[off, off+len)` of `buf`.
+    pub const fn new(buf: Buf, off: usize, len: usize) -> Region {
+        Region { buf, off, len }
     }
     /// Sub-region at relative offset `off`.
-    pub fn sub(self, off: usize, len: usize) -> Reg {
+    pub fn sub(self, off: usize, len: usize) -> Region {
         debug_assert!(off + len <= self.len);
-        Reg { buf: self.buf, off: self.off + off, len }
+        Region { buf: self.buf, off: self.off + off, len }
     }
 }
 
 /// A communication step.
 #[derive(Clone, Copy, Debug)]
-pub enum CStep {
+pub enum CommStep {
     /// Send a region to a communicator rank.
-    Send { peer: u32, reg: Reg },
+    Send { peer: u32, reg: Region },
     /// Receive a region from a communicator rank.
-    Recv { peer: u32, reg: Reg },
+    Recv { peer: u32, reg: Region },
 }
 
 /// A local step.
 #[derive(Clone, Copy, Debug)]
-pub enum LStep {
+pub enum LocalStep {
     /// `dst = src` (overlap allowed; skipped when both name the same bytes).
-    Copy { src: Reg, dst: Reg },
+    Copy { src: Region, dst: Region },
     /// `dst = src ∘ dst` (`src_left`) or `dst = dst ∘ src`.
-    Reduce { src: Reg, dst: Reg, src_left: bool },
+    Reduce { src: Region, dst: Region, src_left: bool },
 }
 
 /// One layer of the DAG.
 #[derive(Clone, Debug, Default)]
 pub struct Round {
     /// Posted together.
-    pub comms: Vec<CStep>,
+    pub comms: Vec<CommStep>,
     /// Run in order once every communication step of the round completed.
-    pub locals: Vec<LStep>,
+    pub locals: Vec<LocalStep>,
 }
 
 /// A built schedule.
@@ -104,21 +104,21 @@ pub struct Schedule {
 impl Schedule {
     /// Number of messages this rank sends.
     pub fn sends(&self) -> usize {
-        self.rounds.iter().flat_map(|r| &r.comms).filter(|c| matches!(c, CStep::Send { .. })).count()
+        self.rounds.iter().flat_map(|r| &r.comms).filter(|c| matches!(c, CommStep::Send { .. })).count()
     }
 }
 
 /// Schedule builder.
 #[derive(Default)]
-pub struct Sb {
+pub struct ScheduleBuilder {
     rounds: Vec<Round>,
     tmp_len: usize,
 }
 
-impl Sb {
+impl ScheduleBuilder {
     /// An empty builder.
-    pub fn new() -> Sb {
-        Sb { rounds: vec![Round::default()], tmp_len: 0 }
+    pub fn new() -> ScheduleBuilder {
+        ScheduleBuilder { rounds: vec![Round::default()], tmp_len: 0 }
     }
 
     fn cur(&mut self) -> &mut Round {
@@ -133,7 +133,7 @@ impl Sb {
         }
     }
 
-    fn comm(&mut self, c: CStep) {
+    fn comm(&mut self, c: CommStep) {
         // A communication step after local steps of the same round would run before them:
         // start a new round so it sees their result.
         if !self.cur().locals.is_empty() {
@@ -143,36 +143,36 @@ impl Sb {
     }
 
     /// Send `reg` to `peer`.
-    pub fn send(&mut self, peer: u32, reg: Reg) {
-        self.comm(CStep::Send { peer, reg });
+    pub fn send(&mut self, peer: u32, reg: Region) {
+        self.comm(CommStep::Send { peer, reg });
     }
 
     /// Receive `reg` from `peer`.
-    pub fn recv(&mut self, peer: u32, reg: Reg) {
-        self.comm(CStep::Recv { peer, reg });
+    pub fn recv(&mut self, peer: u32, reg: Region) {
+        self.comm(CommStep::Recv { peer, reg });
     }
 
     /// `dst = src` after this round's communication.
-    pub fn copy(&mut self, src: Reg, dst: Reg) {
+    pub fn copy(&mut self, src: Region, dst: Region) {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 && src != dst {
-            self.cur().locals.push(LStep::Copy { src, dst });
+            self.cur().locals.push(LocalStep::Copy { src, dst });
         }
     }
 
     /// `dst = src ∘ dst` (`src_left`) or `dst ∘ src`, after this round's communication.
-    pub fn reduce(&mut self, src: Reg, dst: Reg, src_left: bool) {
+    pub fn reduce(&mut self, src: Region, dst: Region, src_left: bool) {
         debug_assert_eq!(src.len, dst.len);
         if src.len > 0 {
-            self.cur().locals.push(LStep::Reduce { src, dst, src_left });
+            self.cur().locals.push(LocalStep::Reduce { src, dst, src_left });
         }
     }
 
     /// Allocate `len` scratch bytes (16-byte aligned offsets).
-    pub fn tmp(&mut self, len: usize) -> Reg {
+    pub fn tmp(&mut self, len: usize) -> Region {
         let off = self.tmp_len.div_ceil(16) * 16;
         self.tmp_len = off + len;
-        Reg::new(Buf::Tmp, off, len)
+        Region::new(Buf::Tmp, off, len)
     }
 
     /// The schedule.
@@ -187,7 +187,7 @@ impl Sb {
     pub fn finish(mut self) -> Schedule {
         self.rounds.retain(|r| !r.comms.is_empty() || !r.locals.is_empty());
         for r in &mut self.rounds {
-            r.comms.sort_by_key(|c| matches!(c, CStep::Recv { .. }));
+            r.comms.sort_by_key(|c| matches!(c, CommStep::Recv { .. }));
         }
         Schedule { rounds: self.rounds, tmp_len: self.tmp_len }
     }
@@ -321,7 +321,7 @@ enum Wait {
 }
 
 /// A communication step in flight.
-struct Infl {
+struct InFlight {
     wait: Wait,
     step: usize,
     /// Byte offset of the staging slot in the arena (staged steps).
@@ -337,7 +337,7 @@ struct Infl {
 pub(crate) struct RunBufs {
     tmp: Vec<u64>,
     stage: Vec<u64>,
-    infl: Vec<Infl>,
+    infl: Vec<InFlight>,
     /// Abort messages in flight (after an error); the run ends when they are out.
     aborts: Vec<(ReqId, Vec<u8>)>,
 }
@@ -370,7 +370,7 @@ pub(crate) fn stage_len(s: &Schedule, stage_max: usize) -> usize {
             r.comms
                 .iter()
                 .map(|c| match *c {
-                    CStep::Send { reg, .. } | CStep::Recv { reg, .. } => reg.len,
+                    CommStep::Send { reg, .. } | CommStep::Recv { reg, .. } => reg.len,
                 })
                 .filter(|&l| l <= stage_max)
                 .map(|l| (HDR + l).div_ceil(8) * 8)
@@ -436,7 +436,7 @@ impl Args for OwnedArgs {
 
 /// Address of region `r`, bounds-checked against the buffer it names.
 #[inline(always)]
-fn region(a: &impl Args, tmp: &mut [u64], r: Reg) -> Result<*mut u8> {
+fn region(a: &impl Args, tmp: &mut [u64], r: Region) -> Result<*mut u8> {
     let (base, cap) = match r.buf {
         Buf::Send => {
             let (p, l) = a.send();
@@ -453,7 +453,7 @@ fn region(a: &impl Args, tmp: &mut [u64], r: Reg) -> Result<*mut u8> {
 }
 
 #[cold]
-fn short_region(r: Reg, cap: usize) -> Error {
+fn short_region(r: Region, cap: usize) -> Error {
     Error::InvalidArg(format!(
         "collective buffer too short: needs {} bytes of the {:?} buffer, has {cap}",
         r.off + r.len,
@@ -502,15 +502,15 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         Run { s, comm, tag, a, check, hdr, b, stage_max, round: 0, posted: false, err: None, leak: false }
     }
 
-    fn post(&mut self, e: &mut Engine) -> Result<()> {
+    fn post(&mut self, e: &mut Ext) -> Result<()> {
         let b = self.b.borrow_mut();
         let arena = b.stage.as_mut_ptr() as *mut u8;
         let mut off = 0;
-        // In the schedule's order: sends first, then receives (see `Sb::finish`).
+        // In the schedule's order: sends first, then receives (see `ScheduleBuilder::finish`).
         for (i, c) in self.s.rounds[self.round].comms.iter().enumerate() {
             let (peer, reg, is_send) = match *c {
-                CStep::Send { peer, reg } => (peer, reg, true),
-                CStep::Recv { peer, reg } => (peer, reg, false),
+                CommStep::Send { peer, reg } => (peer, reg, true),
+                CommStep::Recv { peer, reg } => (peer, reg, false),
             };
             let p = region(&self.a, &mut b.tmp, reg)?;
             let staged = reg.len <= self.stage_max;
@@ -548,7 +548,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
                     RecvStart::Done(st) => Wait::Early(st),
                 }
             };
-            b.infl.push(Infl { wait, step: i, off: slot, staged });
+            b.infl.push(InFlight { wait, step: i, off: slot, staged });
         }
         Ok(())
     }
@@ -556,7 +556,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     fn finish_recv(&mut self, k: usize, st: Status) -> Result<()> {
         let b = self.b.borrow_mut();
         let f = &b.infl[k];
-        let CStep::Recv { peer, reg } = self.s.rounds[self.round].comms[f.step] else {
+        let CommStep::Recv { peer, reg } = self.s.rounds[self.round].comms[f.step] else {
             return Ok(());
         };
         if f.staged {
@@ -598,14 +598,14 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         let tmp = &mut self.b.borrow_mut().tmp;
         for l in &self.s.rounds[self.round].locals {
             match *l {
-                LStep::Copy { src, dst } => {
+                LocalStep::Copy { src, dst } => {
                     let (ps, pd) = (region(&self.a, tmp, src)? as *const u8, region(&self.a, tmp, dst)?);
                     if !std::ptr::eq(ps, pd) {
                         // SAFETY: both in bounds; `copy` allows overlap.
                         unsafe { std::ptr::copy(ps, pd, src.len) };
                     }
                 }
-                LStep::Reduce { src, dst, src_left } => {
+                LocalStep::Reduce { src, dst, src_left } => {
                     let (ps, pd) = (region(&self.a, tmp, src)? as *const u8, region(&self.a, tmp, dst)?);
                     // SAFETY: in bounds; schedules never reduce a region into itself.
                     let (a, b) = unsafe {
@@ -623,7 +623,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     /// Run to completion in the caller: per round, post its steps, wait for each engine
     /// request in turn (the engine's wait, so the progress mode applies and other activities
     /// advance meanwhile), then run its local steps.
-    pub(crate) fn block(&mut self, e: &mut Engine) -> Result<()> {
+    pub(crate) fn block(&mut self, e: &mut Ext) -> Result<()> {
         while self.round < self.s.rounds.len() {
             self.posted = true;
             if let Err(x) = self.post(e) {
@@ -650,7 +650,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         Ok(())
     }
 
-    fn fail_and_drain(&mut self, e: &mut Engine, x: Error) -> Result<()> {
+    fn fail_and_drain(&mut self, e: &mut Ext, x: Error) -> Result<()> {
         self.fail(e, x);
         let mut spins = 0u32;
         loop {
@@ -669,7 +669,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     }
 
     /// Advance as far as possible without blocking; `Some(result)` when the run is over.
-    fn step(&mut self, e: &mut Engine) -> Option<Result<()>> {
+    fn step(&mut self, e: &mut Ext) -> Option<Result<()>> {
         loop {
             if self.err.is_some() {
                 return self.drain(e);
@@ -723,7 +723,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         }
     }
 
-    fn fail(&mut self, e: &mut Engine, x: Error) {
+    fn fail(&mut self, e: &mut Ext, x: Error) {
         let x = match x {
             Error::Truncated { incoming, capacity, sender, .. } => mismatch(format!(
                 "rank {sender} sent {} bytes where {} were expected (count mismatch)",
@@ -742,7 +742,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         for (ri, r) in self.s.rounds.iter().enumerate().skip(self.round) {
             for (si, c) in r.comms.iter().enumerate() {
                 let posted = ri == self.round && self.posted && b.infl.iter().any(|f| f.step == si);
-                if let CStep::Send { peer, .. } = *c {
+                if let CommStep::Send { peer, .. } = *c {
                     if !posted && !peers.contains(&peer) {
                         peers.push(peer);
                     }
@@ -770,7 +770,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     /// and abort messages; abandon unfinished data sends (never read by the engine itself: the
     /// arena and scratch they may point into are leaked, larger ones are rendezvous reads by
     /// the peer). `Some(error)` when done.
-    fn drain(&mut self, e: &mut Engine) -> Option<Result<()>> {
+    fn drain(&mut self, e: &mut Ext) -> Option<Result<()>> {
         let round = self.round.min(self.s.rounds.len().saturating_sub(1));
         let b = self.b.borrow_mut();
         let mut pending = false;
@@ -780,7 +780,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
                 continue;
             };
             let is_send =
-                matches!(self.s.rounds.get(round).map(|r| r.comms[f.step]), Some(CStep::Send { .. }));
+                matches!(self.s.rounds.get(round).map(|r| r.comms[f.step]), Some(CommStep::Send { .. }));
             if is_send {
                 if let Ok(None) = e.take_result(id) {
                     self.leak = true;
@@ -808,13 +808,13 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
 
 /// A non-blocking run: the schedule shared with the cache, its own buffers, and the generic
 /// request it completes.
-pub(crate) struct NbRun {
+pub(crate) struct NonBlockingRun {
     run: Run<Rc<Schedule>, RunBufs, OwnedArgs>,
     req: ReqId,
 }
 
-impl NbRun {
-    fn advance_once(&mut self, e: &mut Engine) -> bool {
+impl NonBlockingRun {
+    fn advance_once(&mut self, e: &mut Ext) -> bool {
         match self.run.step(e) {
             None => false,
             Some(r) => {
@@ -825,8 +825,8 @@ impl NbRun {
     }
 }
 
-impl Activity for NbRun {
-    fn advance(&mut self, e: &mut Engine) -> Step {
+impl Activity for NonBlockingRun {
+    fn advance(&mut self, e: &mut Ext) -> Step {
         if self.advance_once(e) {
             Step::Done
         } else {
@@ -837,8 +837,8 @@ impl Activity for NbRun {
 
 /// Start a non-blocking run: advance it once now (so the first messages leave at once), and
 /// hand it to the engine if it is not finished.
-pub(crate) fn launch(e: &mut Engine, run: Run<Rc<Schedule>, RunBufs, OwnedArgs>, req: ReqId) {
-    let mut nb = NbRun { run, req };
+pub(crate) fn launch(e: &mut Ext, run: Run<Rc<Schedule>, RunBufs, OwnedArgs>, req: ReqId) {
+    let mut nb = NonBlockingRun { run, req };
     if !nb.advance_once(e) {
         e.spawn(Box::new(nb));
     }

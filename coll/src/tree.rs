@@ -6,7 +6,7 @@
 //! child's subtree is a contiguous rank range above this rank, so reducing children in list
 //! order keeps the rank order that non-commutative operations need).
 
-use crate::schedule::{Buf, Reg, Sb};
+use crate::schedule::{Buf, Region, ScheduleBuilder};
 
 /// This rank's view of a tree over communicator ranks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub fn flat(shape: Shape, rank: u32, n: u32, root: u32) -> Tree {
 /// Broadcast `data` from the tree root. Messages larger than `seg` bytes are cut into
 /// segments that flow down the tree in a pipeline (segment i goes to the children while
 /// segment i+1 arrives from the parent).
-pub fn bcast(b: &mut Sb, t: &Tree, data: Reg, seg: usize) {
+pub fn bcast(b: &mut ScheduleBuilder, t: &Tree, data: Region, seg: usize) {
     let seg = seg.max(1);
     let nseg = data.len.div_ceil(seg).max(1);
     let part = |i: usize| {
@@ -117,10 +117,10 @@ pub fn bcast(b: &mut Sb, t: &Tree, data: Reg, seg: usize) {
 /// Reduce `acc` (this rank's contribution, already in place) up the tree: on return of the
 /// schedule the tree root's `acc` holds `acc_0 ∘ acc_1 ∘ …` (children combined in list
 /// order, as the right operand); every non-root sends its partial result to its parent.
-pub fn reduce(b: &mut Sb, t: &Tree, acc: Reg) {
+pub fn reduce(b: &mut ScheduleBuilder, t: &Tree, acc: Region) {
     if !t.children.is_empty() {
         b.next();
-        let tmps: Vec<Reg> = t.children.iter().map(|_| b.tmp(acc.len)).collect();
+        let tmps: Vec<Region> = t.children.iter().map(|_| b.tmp(acc.len)).collect();
         for (&c, &r) in t.children.iter().zip(&tmps) {
             b.recv(c, r);
         }
@@ -136,8 +136,8 @@ pub fn reduce(b: &mut Sb, t: &Tree, acc: Reg) {
 }
 
 /// Zero-byte fan-in to the root then fan-out from it (barrier).
-pub fn fan_in_out(b: &mut Sb, t: &Tree) {
-    let z = Reg::new(Buf::Tmp, 0, 0);
+pub fn fan_in_out(b: &mut ScheduleBuilder, t: &Tree) {
+    let z = Region::new(Buf::Tmp, 0, 0);
     for &c in &t.children {
         b.recv(c, z);
     }

@@ -276,7 +276,7 @@ fn exec(e: &mut Engine, coll: &mut Coll, c: &Case, r: u32, n: u32) -> Result<Vec
     spec.rcounts = &io.rcounts;
     spec.rdispls = &io.rdispls;
     // SAFETY: buffers outlive the blocking call.
-    unsafe { coll.run(e, w, &spec)? };
+    unsafe { coll.run(e.ext(), w, &spec)? };
     Ok(io.recv)
 }
 

@@ -22,7 +22,7 @@ unsafe fn iallreduce(
     s.count = send.len();
     s.op = Some(Op::Sum);
     // SAFETY: forwarded.
-    unsafe { c.start(e, comm, &s) }
+    unsafe { c.start(e.ext(), comm, &s) }
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn bcast(e: &mut Engine, c: &mut Coll, buf: &mut [u8], root: u32) -> Result<(), 
     s.root = root;
     let w = e.world();
     // SAFETY: blocking.
-    unsafe { c.run(e, w, &s) }
+    unsafe { c.run(e.ext(), w, &s) }
 }
 
 fn is_mismatch(x: &Error) -> bool {
@@ -103,19 +103,19 @@ fn mismatched_arguments_give_typed_errors() {
         s.count = 4;
         s.op = Some(Op::Sum);
         // SAFETY: null buffers with a nonzero count are rejected before any access.
-        assert!(matches!(unsafe { c.run(e, w, &s) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(e.ext(), w, &s) }, Err(Error::InvalidArg(_))));
         let (x, mut y) = ([0i32; 2], [0i32; 4]);
         s.send = x.as_ptr() as *const u8;
         s.send_len = 8;
         s.recv = y.as_mut_ptr() as *mut u8;
         s.recv_len = 16;
         // SAFETY: send_len and recv_len are the sizes of x and y, which outlive the call.
-        assert!(matches!(unsafe { c.run(e, w, &s) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(e.ext(), w, &s) }, Err(Error::InvalidArg(_))));
         // Operation not applicable to the type.
         s.dtype = DType::F64;
         s.op = Some(Op::Band);
         // SAFETY: as above (x and y, their true sizes).
-        assert!(matches!(unsafe { c.run(e, w, &s) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(e.ext(), w, &s) }, Err(Error::InvalidArg(_))));
         e.barrier(w).unwrap();
 
         // Count mismatch: rank 3 (a leaf of the binomial tree, fed by rank 2) passes 3
@@ -159,7 +159,7 @@ fn mismatched_arguments_give_typed_errors() {
             s.count = 8;
             s.op = Some(Op::Sum);
             // SAFETY: src and buf hold the 8 bytes named and outlive this blocking call.
-            unsafe { c.run(e, w, &s) }
+            unsafe { c.run(e.ext(), w, &s) }
         };
         assert!(res.is_ok() || res.as_ref().is_err_and(is_mismatch), "{res:?}");
         e.barrier(w).unwrap();
@@ -187,31 +187,31 @@ fn cached_call_shape_still_validates() {
         s.recv_len = 32;
         for _ in 0..2 {
             // SAFETY: x and y hold the 32 bytes named and outlive this blocking call.
-            unsafe { c.run(e, d, &s) }.unwrap();
+            unsafe { c.run(e.ext(), d, &s) }.unwrap();
             assert_eq!(y, [3i64; 4]);
         }
         // Same shape, bad buffers: a short receive buffer, a null send buffer.
         let mut t = Spec { recv_len: 24, ..s.clone() };
         // SAFETY: x and y are larger than the lengths named.
-        let r = unsafe { c.run(e, d, &t) };
+        let r = unsafe { c.run(e.ext(), d, &t) };
         assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("receive buffer of 24 bytes")), "{r:?}");
         t = Spec { send: std::ptr::null(), ..s.clone() };
         // SAFETY: the null send buffer is rejected before any access; y is as above.
-        let r = unsafe { c.run(e, d, &t) };
+        let r = unsafe { c.run(e.ext(), d, &t) };
         assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("null send")), "{r:?}");
         // Same shape and element size, an operation the type does not take.
         t = Spec { dtype: DType::F64, op: Some(Op::Band), ..s.clone() };
         // SAFETY: x and y, their true sizes, outlive the call.
-        assert!(matches!(unsafe { c.run(e, d, &t) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(e.ext(), d, &t) }, Err(Error::InvalidArg(_))));
         // The rejected calls used no sequence number: the next good one still matches.
         y = [0; 4];
         // SAFETY: as in the loop above.
-        unsafe { c.run(e, d, &s) }.unwrap();
+        unsafe { c.run(e.ext(), d, &s) }.unwrap();
         assert_eq!(y, [3i64; 4]);
         e.barrier(w).unwrap();
         e.comm_free(d).unwrap();
         // SAFETY: as in the loop above (the freed communicator is rejected anyway).
-        assert!(matches!(unsafe { c.run(e, d, &s) }, Err(Error::InvalidComm)));
+        assert!(matches!(unsafe { c.run(e.ext(), d, &s) }, Err(Error::InvalidComm)));
     });
 }
 

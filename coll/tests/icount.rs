@@ -56,7 +56,7 @@ fn body(bench: &str, iters: usize, r: u32, e: &mut Engine, c: &mut Coll, w: Comm
             }
         } else {
             // SAFETY: the buffers outlive the blocking call.
-            unsafe { c.run(e, w, &spec).unwrap() };
+            unsafe { c.run(e.ext(), w, &spec).unwrap() };
         }
     }
     spec.count = std::hint::black_box(spec.count);

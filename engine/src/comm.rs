@@ -42,7 +42,8 @@ pub(crate) struct CommState {
     pub(crate) scope: ErrScope,
 }
 
-/// Which process failures raise errors on a communicator (seed 001, "error scoping").
+/// Which process failures raise errors on a communicator: only the operations that involve
+/// the failed process, or every operation once a member (or any process) has failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ErrScope {
     /// Only operations that involve the failed process (ULFM default).

@@ -165,4 +165,40 @@ impl Engine {
         }
         Ok(())
     }
+
+    /// Context id of `c` (its internal context is `ctx + 1`).
+    pub(crate) fn comm_ctx(&self, c: CommId) -> Result<u32> {
+        Ok(self.core.comms.get(c)?.ctx)
+    }
+
+    /// World ranks of the members of `c`, in communicator rank order.
+    pub(crate) fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
+        Ok(self.core.comms.get(c)?.world_of.clone())
+    }
+
+    /// Create a communicator from parts agreed on by an upper layer (shrink): context id
+    /// `ctx` (even, unused by every member — the caller's agreement guarantees it) and the
+    /// members' world ranks in rank order. This process must be a member.
+    pub(crate) fn comm_create_agreed(&mut self, ctx: u32, world_of: Vec<u32>) -> Result<CommId> {
+        if !ctx.is_multiple_of(2) || ctx + 1 >= crate::matching::MAX_CTX {
+            return Err(Error::InvalidArg(format!("context id {ctx} must be even and in range")));
+        }
+        let me = self.core.me;
+        let rank = world_of
+            .iter()
+            .position(|&w| w == me)
+            .ok_or_else(|| Error::InvalidArg("this process is not a member".into()))?
+            as u32;
+        self.install_comm(ctx, rank, world_of)
+    }
+
+    /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
+    pub(crate) fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
+        self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)
+    }
+
+    /// This process's next free context id (what it contributes to a context agreement).
+    pub(crate) fn next_ctx(&self) -> u32 {
+        self.core.next_ctx
+    }
 }

@@ -1,25 +1,32 @@
-//! Extension points for the layers above the engine (collectives, fault tolerance).
+//! The interface of the layers above the engine (collectives, fault tolerance): the
+//! capability [`Ext`] and the extension points it reaches.
 //!
-//! The engine never names those layers. They plug in through:
-//! - **activities** ([`Activity`]): state machines advanced by every [`Engine::progress`]
-//!   call — a non-blocking collective's schedule, a detector's timer, an agreement;
-//! - **generic requests** ([`Engine::new_request`] / [`Engine::complete_request`]): the handle
-//!   an activity gives its caller, waited for with the ordinary test/wait calls;
-//! - **message classes** ≥ [`class::FIRST_FREE`] with a handler ([`Engine::set_handler`]),
-//!   sent with [`Engine::send_ctrl`], delivered in per-peer FIFO order with the data traffic;
-//! - point-to-point on a communicator's **internal context** ([`Engine::isend_coll`]); tags
+//! The engine never names those layers. They hold an [`Ext`] — from [`Engine::ext`], and in
+//! every activity advance and class handler — which lets them do only this:
+//! - **activities** ([`Activity`], [`Ext::spawn`]): state machines advanced by every
+//!   progress call — a non-blocking collective's schedule, a detector's timer, an agreement;
+//! - **generic requests** ([`Ext::new_request`] / [`Ext::complete_request`]): the handle an
+//!   activity gives its caller, waited for with the ordinary test/wait calls;
+//! - **message classes** ≥ [`class::FIRST_FREE`] with a handler ([`Ext::set_handler`]),
+//!   sent with [`Ext::send_ctrl`], delivered in per-peer FIFO order with the data traffic;
+//! - point-to-point on a communicator's **internal context** ([`Ext::isend_coll`]); tags
 //!   below [`FIRST_COLL_TAG`] there are the engine's own (barrier, communicator creation);
-//! - communicator state the FT layer owns the protocol for but the engine enforces:
-//!   revocation ([`Engine::revoke_local`]) and error scope ([`Engine::set_error_scope`]).
+//! - **failure state**: read the failure table, report a failure its own detector found,
+//!   revoke a communicator and set its error scope (the FT layer owns those protocols, the
+//!   engine enforces them; see `failure.rs`);
+//! - **communicator queries** and the creation of a communicator whose context id an upper
+//!   layer agreed on (shrink);
+//! - the **blocking primitives** an upper layer's blocking call needs: [`Ext::wait`],
+//!   [`Ext::progress`], [`Ext::idle_wait`], [`Ext::idle_wait_ctrl`].
 //!
-//! Handlers and activities run outside the transport poll, with `&mut Engine`; they must not
-//! block (no `wait`), because a blocked activity would stop the others.
+//! Handlers and activities run outside the transport poll; they must not block (no `wait`),
+//! because a blocked activity would stop the others.
 
 use crate::comm::ErrScope;
 use crate::error::{Error, Result};
 use crate::request::{Phase, RecvStart, Req, ReqId};
 use crate::transport::{class, Header, TransportError};
-use crate::{CommId, Engine, Status};
+use crate::{CommId, Engine, Ext, Status};
 
 /// What an activity reports after one advance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,11 +40,28 @@ pub enum Step {
 /// A state machine advanced by the progress engine.
 pub trait Activity {
     /// Make whatever progress is possible now, without blocking.
-    fn advance(&mut self, e: &mut Engine) -> Step;
+    fn advance(&mut self, e: &mut Ext) -> Step;
 }
 
-/// Handler of an upper-layer message class: `(engine, sender world rank, header, payload)`.
-pub type ClassHandler = Box<dyn FnMut(&mut Engine, u32, &Header, &[u8])>;
+/// Handler of an upper-layer message class: `(capability, sender world rank, header, payload)`.
+pub type ClassHandler = Box<dyn FnMut(&mut Ext, u32, &Header, &[u8])>;
+
+impl Engine {
+    /// The capability the collectives and fault-tolerance layers work through.
+    #[inline(always)]
+    pub fn ext(&mut self) -> &mut Ext {
+        // SAFETY: `Ext` is `repr(transparent)` over `Engine`, so the two have one layout, and
+        // the returned borrow is the borrow of `self`.
+        unsafe { &mut *(self as *mut Engine).cast::<Ext>() }
+    }
+
+    /// Read-only view of [`Engine::ext`] (communicator and failure queries).
+    #[inline(always)]
+    pub fn ext_ref(&self) -> &Ext {
+        // SAFETY: as in `ext`.
+        unsafe { &*(self as *const Engine).cast::<Ext>() }
+    }
+}
 
 /// Extension state held by the engine.
 #[derive(Default)]
@@ -76,57 +100,25 @@ pub const FIRST_COLL_TAG: i32 = 16;
 const GENERIC_PEER: i32 = -2;
 
 impl Engine {
-    /// Start advancing `a` on every progress call until it reports [`Step::Done`].
-    pub fn spawn(&mut self, a: Box<dyn Activity>) {
-        self.ext.activities.push(a);
-        self.core.aux = true;
-    }
-
-    /// Advance `a` on the slow path (every `slow_period`) and whenever a new failure is
-    /// recorded — for state machines driven by failures and timers (a failure detector, the
-    /// failure notices of agreements), which need not cost anything per message.
-    pub fn spawn_slow(&mut self, a: Box<dyn Activity>) {
-        self.ext.slow.push(a);
-        self.core.aux = true;
-    }
-
     pub(crate) fn run_slow_activities(&mut self) {
-        self.ext.slow_seen = self.core.failed.list.len();
-        let mut acts = std::mem::take(&mut self.ext.slow);
-        acts.retain_mut(|a| a.advance(self) == Step::Continue);
-        acts.append(&mut self.ext.slow);
-        self.ext.slow = acts;
+        self.extensions.slow_seen = self.core.failed.list.len();
+        let mut acts = std::mem::take(&mut self.extensions.slow);
+        let ext = self.ext();
+        acts.retain_mut(|a| a.advance(ext) == Step::Continue);
+        acts.append(&mut self.extensions.slow);
+        self.extensions.slow = acts;
     }
 
     pub(crate) fn run_activities(&mut self) -> usize {
-        let mut acts = std::mem::take(&mut self.ext.activities);
+        let mut acts = std::mem::take(&mut self.extensions.activities);
         let before = acts.len();
-        acts.retain_mut(|a| a.advance(self) == Step::Continue);
+        let ext = self.ext();
+        acts.retain_mut(|a| a.advance(ext) == Step::Continue);
         let done = before - acts.len();
         // Activities spawned while advancing were pushed to the (empty) list meanwhile.
-        acts.append(&mut self.ext.activities);
-        self.ext.activities = acts;
+        acts.append(&mut self.extensions.activities);
+        self.extensions.activities = acts;
         done
-    }
-
-    /// Route messages of `class` (≥ [`class::FIRST_FREE`]) to `h`.
-    pub fn set_handler(&mut self, cls: u8, h: ClassHandler) -> Result<()> {
-        if cls < class::FIRST_FREE {
-            return Err(Error::InvalidArg(format!("message class {cls} is reserved by the engine")));
-        }
-        let i = cls as usize;
-        if self.ext.handlers.len() <= i {
-            self.ext.handlers.resize_with(i + 1, || None);
-        }
-        self.ext.handlers[i] = Some(h);
-        let (now, later): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.ext.parked).into_iter().partition(|m| m.1.class == cls);
-        self.ext.parked = later;
-        if !now.is_empty() {
-            self.core.ctrl_inbox.splice(0..0, now);
-            self.core.aux = true;
-        }
-        Ok(())
     }
 
     pub(crate) fn dispatch_ctrl(&mut self) -> usize {
@@ -134,16 +126,18 @@ impl Engine {
         let n = inbox.len();
         for (peer, h, payload) in inbox.drain(..) {
             let i = h.class as usize;
-            match self.ext.handlers.get_mut(i).and_then(Option::take) {
+            match self.extensions.handlers.get_mut(i).and_then(Option::take) {
                 Some(mut handler) => {
-                    handler(self, peer, &h, &payload);
+                    handler(self.ext(), peer, &h, &payload);
                     // Put it back unless the handler installed a replacement.
-                    if self.ext.handlers[i].is_none() {
-                        self.ext.handlers[i] = Some(handler);
+                    if self.extensions.handlers[i].is_none() {
+                        self.extensions.handlers[i] = Some(handler);
                     }
                     self.core.recycle_buf(payload);
                 }
-                None if self.ext.parked.len() < MAX_PARKED => self.ext.parked.push((peer, h, payload)),
+                None if self.extensions.parked.len() < MAX_PARKED => {
+                    self.extensions.parked.push((peer, h, payload))
+                }
                 None => {
                     self.core.stats.malformed += 1;
                     self.core.stats.last_malformed =
@@ -157,6 +151,42 @@ impl Engine {
         }
         n
     }
+}
+
+impl Ext {
+    /// Start advancing `a` on every progress call until it reports [`Step::Done`].
+    pub fn spawn(&mut self, a: Box<dyn Activity>) {
+        self.0.extensions.activities.push(a);
+        self.0.core.aux = true;
+    }
+
+    /// Advance `a` on the slow path (every `slow_period`) and whenever a new failure is
+    /// recorded — for state machines driven by failures and timers (a failure detector, the
+    /// failure notices of agreements), which need not cost anything per message.
+    pub fn spawn_slow(&mut self, a: Box<dyn Activity>) {
+        self.0.extensions.slow.push(a);
+        self.0.core.aux = true;
+    }
+
+    /// Route messages of `class` (≥ [`class::FIRST_FREE`]) to `h`.
+    pub fn set_handler(&mut self, cls: u8, h: ClassHandler) -> Result<()> {
+        if cls < class::FIRST_FREE {
+            return Err(Error::InvalidArg(format!("message class {cls} is reserved by the engine")));
+        }
+        let i = cls as usize;
+        if self.0.extensions.handlers.len() <= i {
+            self.0.extensions.handlers.resize_with(i + 1, || None);
+        }
+        self.0.extensions.handlers[i] = Some(h);
+        let (now, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.0.extensions.parked).into_iter().partition(|m| m.1.class == cls);
+        self.0.extensions.parked = later;
+        if !now.is_empty() {
+            self.0.core.ctrl_inbox.splice(0..0, now);
+            self.0.core.aux = true;
+        }
+        Ok(())
+    }
 
     /// Send an upper-layer message (class ≥ [`class::FIRST_FREE`]) to world rank `peer`.
     /// The payload is copied; the message is queued behind earlier traffic if the transport is
@@ -165,37 +195,37 @@ impl Engine {
         if hdr.class < class::FIRST_FREE {
             return Err(Error::InvalidArg(format!("message class {} is reserved by the engine", hdr.class)));
         }
-        if peer == self.core.me {
-            self.core.ctrl_inbox.push((peer, hdr, payload.to_vec()));
-            self.core.aux = true;
+        if peer == self.0.core.me {
+            self.0.core.ctrl_inbox.push((peer, hdr, payload.to_vec()));
+            self.0.core.aux = true;
             return Ok(());
         }
-        let Some(&t) = self.core.route.get(peer as usize) else {
-            return Err(Error::InvalidRank { rank: peer as i64, size: self.core.route.len() as u32 });
+        let Some(&t) = self.0.core.route.get(peer as usize) else {
+            return Err(Error::InvalidRank { rank: peer as i64, size: self.0.core.route.len() as u32 });
         };
-        if t as usize >= self.transport_count() {
+        if t as usize >= self.0.transport_count() {
             return Err(Error::Transport(TransportError::Invalid(format!(
                 "no transport reaches world rank {peer}"
             ))));
         }
-        if self.core.failed.is_failed(peer) {
+        if self.0.core.failed.is_failed(peer) {
             return Err(Error::ProcFailed { ranks: vec![peer] });
         }
-        if payload.len() > self.eager_limit_of(t as usize).max(64) {
+        if payload.len() > self.0.eager_limit_of(t as usize).max(64) {
             return Err(Error::InvalidArg(format!(
                 "control payload of {} bytes exceeds the eager limit",
                 payload.len()
             )));
         }
-        self.send_bytes_or_queue(t as usize, peer, hdr, payload);
+        self.0.send_bytes_or_queue(t as usize, peer, hdr, payload);
         Ok(())
     }
 
     /// A pending request on `c` for an upper-layer operation; complete it with
-    /// [`Engine::complete_request`]. Callers wait for it with test/wait like any request.
+    /// [`Ext::complete_request`]. Callers wait for it with test/wait like any request.
     pub fn new_request(&mut self, c: CommId) -> Result<ReqId> {
-        self.core.comms.get(c)?;
-        Ok(self.core.reqs.insert(Req {
+        self.0.core.comms.get(c)?;
+        Ok(self.0.core.reqs.insert(Req {
             comm: c,
             peer_world: u32::MAX,
             peer: GENERIC_PEER,
@@ -206,9 +236,9 @@ impl Engine {
         }))
     }
 
-    /// Complete a request made by [`Engine::new_request`]; ignored if it is not pending.
+    /// Complete a request made by [`Ext::new_request`]; ignored if it is not pending.
     pub fn complete_request(&mut self, id: ReqId, res: Result<Status>) {
-        if let Some(r) = self.core.reqs.get_mut(id) {
+        if let Some(r) = self.0.core.reqs.get_mut(id) {
             if matches!(r.phase, Phase::Generic) {
                 r.phase = Phase::Done(res);
             }
@@ -217,7 +247,7 @@ impl Engine {
 
     /// True if `id` is complete (its result waits for test/wait); no progress is made.
     pub fn is_complete(&self, id: ReqId) -> Result<bool> {
-        match self.core.reqs.get(id) {
+        match self.0.core.reqs.get(id) {
             None => Err(Error::InvalidRequest),
             Some(r) => Ok(matches!(r.phase, Phase::Done(_))),
         }
@@ -229,7 +259,7 @@ impl Engine {
         if !self.is_complete(id)? {
             return Ok(None);
         }
-        match self.core.reqs.remove(id).map(|r| r.phase) {
+        match self.0.core.reqs.remove(id).map(|r| r.phase) {
             Some(Phase::Done(res)) => res.map(Some),
             _ => Err(Error::InvalidRequest),
         }
@@ -248,10 +278,10 @@ impl Engine {
         tag: i32,
     ) -> Result<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.isend_ctx(c, 1, buf, len, dst, tag, true) }.map(|r| r.expect("request forced"))
+        unsafe { self.0.isend_ctx(c, 1, buf, len, dst, tag, true) }.map(|r| r.expect("request forced"))
     }
 
-    /// As [`Engine::isend_coll`], but an eager send handed to the transport at once returns
+    /// As [`Ext::isend_coll`], but an eager send handed to the transport at once returns
     /// `Ok(None)` and allocates no request (the buffer may be reused immediately); otherwise
     /// the request to wait for.
     ///
@@ -266,7 +296,7 @@ impl Engine {
         tag: i32,
     ) -> Result<Option<ReqId>> {
         // SAFETY: forwarded contract.
-        unsafe { self.isend_ctx(c, 1, buf, len, dst, tag, false) }
+        unsafe { self.0.isend_ctx(c, 1, buf, len, dst, tag, false) }
     }
 
     /// Receive on the internal context of `c`.
@@ -282,10 +312,10 @@ impl Engine {
         tag: i32,
     ) -> Result<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.irecv_ctx(c, 1, buf, len, src, tag, true).map(RecvStart::pending) }
+        unsafe { self.0.irecv_ctx(c, 1, buf, len, src, tag, true).map(RecvStart::pending) }
     }
 
-    /// As [`Engine::irecv_coll`], but a receive matched at once by an eager message that
+    /// As [`Ext::irecv_coll`], but a receive matched at once by an eager message that
     /// already arrived completes here: `RecvStart::Done` with its status (or the receive's
     /// error, e.g. truncation), and no request is allocated.
     ///
@@ -300,118 +330,145 @@ impl Engine {
         tag: i32,
     ) -> Result<RecvStart> {
         // SAFETY: forwarded contract.
-        unsafe { self.irecv_ctx(c, 1, buf, len, src, tag, false) }
+        unsafe { self.0.irecv_ctx(c, 1, buf, len, src, tag, false) }
     }
+
+    // ------------------------------------------------------ blocking primitives
+
+    /// Make progress once (see [`Engine::progress`]).
+    #[inline]
+    pub fn progress(&mut self) -> usize {
+        self.0.progress()
+    }
+
+    /// Wait for `id` to complete (see [`Engine::wait`]). Not from an activity or a handler.
+    #[inline]
+    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+        self.0.wait(id)
+    }
+
+    /// One idle iteration of a loop that waits for its own condition: progress, and after
+    /// 16 idle iterations in yield mode give the core away (`spins` starts at 0).
+    #[inline]
+    pub fn idle_wait(&mut self, spins: &mut u32) {
+        self.0.idle_wait(spins)
+    }
+
+    /// As [`Ext::idle_wait`], for a blocking call that waits for control messages: one ends
+    /// the poll it arrives in.
+    #[inline]
+    pub fn idle_wait_ctrl(&mut self, spins: &mut u32) {
+        self.0.idle_wait_ctrl(spins)
+    }
+
+    // ------------------------------------------------------ communicators
+
+    /// The world communicator.
+    #[inline]
+    pub fn world(&self) -> CommId {
+        self.0.world()
+    }
+
+    /// This process's world rank.
+    #[inline]
+    pub fn world_rank(&self) -> u32 {
+        self.0.world_rank()
+    }
+
+    /// Whether `c` names a live communicator.
+    #[inline]
+    pub fn comm_live(&self, c: CommId) -> bool {
+        self.0.comm_live(c)
+    }
+
+    /// Rank of this process in `c`.
+    #[inline]
+    pub fn comm_rank(&self, c: CommId) -> Result<u32> {
+        self.0.comm_rank(c)
+    }
+
+    /// Size of `c`.
+    #[inline]
+    pub fn comm_size(&self, c: CommId) -> Result<u32> {
+        self.0.comm_size(c)
+    }
+
+    /// World ranks of the members of `c`, in communicator rank order.
+    pub fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
+        self.0.comm_group(c)
+    }
+
+    /// Context id of `c` (its internal context is `ctx + 1`).
+    pub fn comm_ctx(&self, c: CommId) -> Result<u32> {
+        self.0.comm_ctx(c)
+    }
+
+    /// The communicator of this process whose context id is `ctx`, if any.
+    pub fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
+        self.0.comm_by_ctx(ctx)
+    }
+
+    /// This process's next free context id (what it contributes to a context agreement).
+    pub fn next_ctx(&self) -> u32 {
+        self.0.next_ctx()
+    }
+
+    /// Create a communicator from a context id and members agreed on by an upper layer.
+    /// Context id `ctx` must be even and unused by every member (the caller's agreement
+    /// guarantees it); this process must be a member.
+    pub fn comm_create_agreed(&mut self, ctx: u32, world_of: Vec<u32>) -> Result<CommId> {
+        self.0.comm_create_agreed(ctx, world_of)
+    }
+
+    // ------------------------------------------------------ failure state
 
     /// Number of failures known so far (grows by one per newly failed process): activities
     /// compare it with the value they saw last to notice new failures cheaply.
+    #[inline]
     pub fn failure_count(&self) -> usize {
-        self.core.failed.list.len()
+        self.0.failure_count()
+    }
+
+    /// World ranks known to have failed, in order of detection.
+    pub fn failed_world_ranks(&self) -> &[u32] {
+        self.0.failed_world_ranks()
+    }
+
+    /// Ranks of `c` known to have failed.
+    pub fn get_failed(&self, c: CommId) -> Result<Vec<u32>> {
+        self.0.get_failed(c)
+    }
+
+    /// Ranks of `c` whose failure `c` has acknowledged.
+    pub fn get_acked(&self, c: CommId) -> Result<Vec<u32>> {
+        self.0.get_acked(c)
+    }
+
+    /// Report that world rank `w` failed (an upper layer's detector found it): every operation that can no longer finish completes with
+    /// `ProcFailed`.
+    pub fn notify_failed(&mut self, w: u32) {
+        self.0.notify_failed(w)
     }
 
     /// Revoke `c` locally: every pending point-to-point operation on it (user and internal
     /// context) completes with `Revoked`, and later ones fail at once. Returns false if it
     /// was already revoked. The FT layer propagates revocation to the other members.
     pub fn revoke_local(&mut self, c: CommId) -> Result<bool> {
-        let comm = self.core.comms.get_mut(c)?;
-        if comm.revoked {
-            return Ok(false);
-        }
-        comm.revoked = true;
-        let ctx = comm.ctx;
-        self.fail_comm_requests(c, &Error::Revoked);
-        // Nothing that arrives for it later can be received.
-        for x in [ctx, ctx + 1] {
-            if let Some(qs) = self.core.q.ctx(x) {
-                qs.unexpected.clear();
-            }
-        }
-        Ok(true)
+        self.0.revoke_local(c)
     }
 
     /// True if `c` was revoked.
     pub fn is_revoked(&self, c: CommId) -> Result<bool> {
-        Ok(self.core.comms.get(c)?.revoked)
+        self.0.is_revoked(c)
     }
 
     /// Set which failures raise errors on `c`.
     pub fn set_error_scope(&mut self, c: CommId, scope: ErrScope) -> Result<()> {
-        self.core.comms.get_mut(c)?.scope = scope;
-        Ok(())
+        self.0.set_error_scope(c, scope)
     }
 
     /// The error scope of `c`.
     pub fn error_scope(&self, c: CommId) -> Result<ErrScope> {
-        Ok(self.core.comms.get(c)?.scope)
-    }
-
-    /// Context id of `c` (its internal context is `ctx + 1`).
-    pub fn comm_ctx(&self, c: CommId) -> Result<u32> {
-        Ok(self.core.comms.get(c)?.ctx)
-    }
-
-    /// World ranks of the members of `c`, in communicator rank order.
-    pub fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
-        Ok(self.core.comms.get(c)?.world_of.clone())
-    }
-
-    /// Create a communicator from parts agreed on by an upper layer (shrink): context id
-    /// `ctx` (even, unused by every member — the caller's agreement guarantees it) and the
-    /// members' world ranks in rank order. This process must be a member.
-    pub fn comm_create_agreed(&mut self, ctx: u32, world_of: Vec<u32>) -> Result<CommId> {
-        if !ctx.is_multiple_of(2) || ctx + 1 >= crate::matching::MAX_CTX {
-            return Err(Error::InvalidArg(format!("context id {ctx} must be even and in range")));
-        }
-        let me = self.core.me;
-        let rank = world_of
-            .iter()
-            .position(|&w| w == me)
-            .ok_or_else(|| Error::InvalidArg("this process is not a member".into()))?
-            as u32;
-        self.install_comm(ctx, rank, world_of)
-    }
-
-    /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
-    pub fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
-        self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)
-    }
-
-    /// Ranks of `c` whose failure `c` has acknowledged (ULFM's older `get_acked`).
-    pub fn get_acked(&self, c: CommId) -> Result<Vec<u32>> {
-        let comm = self.core.comms.get(c)?;
-        let n = comm.acked.min(self.core.failed.list.len());
-        Ok(self.core.failed.list[..n].iter().filter_map(|&w| comm.rank_of_world(w)).collect())
-    }
-
-    /// This process's next free context id (what it contributes to a context agreement).
-    pub fn next_ctx(&self) -> u32 {
-        self.core.next_ctx
-    }
-
-    /// Complete every pending operation on `c` that may safely end now with `err`: posted and
-    /// queued receives and sends. Asynchronous reads in flight finish through the transport.
-    pub(crate) fn fail_comm_requests(&mut self, c: CommId, err: &Error) {
-        let core = &mut self.core;
-        let mut ids = Vec::new();
-        core.reqs.for_each_mut(|id, r| {
-            if r.comm == c
-                && matches!(r.phase, Phase::RecvPosted | Phase::SendQueued | Phase::SendAwaitFin { .. })
-            {
-                r.phase = Phase::Done(Err(err.clone()));
-                ids.push(id);
-            }
-        });
-        if ids.is_empty() {
-            return;
-        }
-        let reqs = &core.reqs;
-        for qs in core.q.iter_mut() {
-            qs.posted.retain(|p| matches!(reqs.get(p.req), Some(Req { phase: Phase::RecvPosted, .. })));
-        }
-        for q in core.pending.iter_mut() {
-            let before = q.len();
-            q.retain(|o| o.complete.is_none_or(|id| !ids.contains(&id)));
-            core.n_pending -= before - q.len();
-        }
+        self.0.error_scope(c)
     }
 }

@@ -6,15 +6,19 @@
 //! builds those and plugs them in with [`Engine::add_transport`] and
 //! [`Engine::add_failure_source`].
 //!
-//! Why its own crate (DESIGN §1 allows it): the shared-memory and libfabric transports both
+//! Why its own crate: the shared-memory and libfabric transports both
 //! implement [`Transport`]; keeping the engine out of `weft-fabric` lets `weft-shm` depend on
 //! the trait without linking libfabric.
 //!
-//! Module map: `transport` (trait, header), `engine` (send/recv paths, progress, failures),
-//! `matching` (posted/unexpected queues), `request` (request table), `comm` (communicator
-//! table), `create` (dup/split/free, barrier), `extend` (activities, message classes and
-//! communicator state for the collectives and fault-tolerance layers), `failure` (failed-process table), `buffer`
-//! (the only place user buffers are dereferenced), `error`.
+//! Module map: `transport` (trait, header), `engine` (engine state and plain queries), `send`
+//! (send path, per-destination queues), `recv` (receive path, matching of arrivals), `rndv`
+//! (rendezvous), `progress` (progress, test, wait, cancel), `failure` (failure knowledge,
+//! revocation, error scope, and completing what they end), `finalize` (goodbye handshake),
+//! `create` (communicator creation, barrier), `extend` (the [`Ext`] capability of the
+//! collectives and fault-tolerance layers: activities, generic requests, message classes,
+//! internal-context point-to-point), `matching` (posted/unexpected queues), `request`
+//! (request table), `comm` (communicator table), `buffer` (the only place user buffers are
+//! dereferenced), `error`.
 
 mod buffer;
 mod comm;
@@ -23,14 +27,19 @@ mod engine;
 mod error;
 mod extend;
 mod failure;
+mod finalize;
 mod matching;
+mod progress;
+mod recv;
 mod request;
+mod rndv;
+mod send;
 pub mod transport;
 
 pub use buffer::copy_bytes;
 pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
-pub use engine::{Engine, EngineConfig, FailureSource, ProgressMode, Stats};
+pub use engine::{Engine, EngineConfig, Ext, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
 pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
 pub use request::{RecvStart, ReqId};

@@ -39,7 +39,7 @@ impl ReqId {
     }
 }
 
-/// How a receive started by [`crate::Engine::irecv_coll_opt`] stands.
+/// How a receive started by [`crate::Ext::irecv_coll_opt`] stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecvStart {
     /// Matched at once by a message that was already here: complete, no request.
@@ -70,7 +70,7 @@ pub(crate) enum Phase {
     /// Rendezvous receive matched; the transport read is in flight (asynchronous transports).
     RecvGetting { status: Status },
     /// An operation of an upper layer (a non-blocking collective, an agreement): completed by
-    /// [`crate::Engine::complete_request`].
+    /// [`crate::Ext::complete_request`].
     Generic,
     /// Finished; the result waits for test/wait.
     Done(Result<Status, Error>),

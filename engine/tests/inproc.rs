@@ -277,7 +277,7 @@ struct RingToken {
 }
 
 impl Activity for RingToken {
-    fn advance(&mut self, e: &mut Engine) -> Step {
+    fn advance(&mut self, e: &mut Ext) -> Step {
         let (me, n) = (e.comm_rank(self.comm).unwrap(), e.comm_size(self.comm).unwrap());
         loop {
             match self.stage {
@@ -343,8 +343,8 @@ impl Activity for RingToken {
 fn activities_and_generic_requests() {
     run(3, 8, |_me, e, _| {
         let w = e.world();
-        let req = e.new_request(w).unwrap();
-        e.spawn(Box::new(RingToken { comm: w, req, buf: Box::new([0; 4]), stage: 0, inner: None }));
+        let req = e.ext().new_request(w).unwrap();
+        e.ext().spawn(Box::new(RingToken { comm: w, req, buf: Box::new([0; 4]), stage: 0, inner: None }));
         // A user receive on the same tag must not see internal traffic.
         let st = e.wait(req).unwrap();
         if e.comm_rank(w).unwrap() == 0 {
@@ -364,16 +364,17 @@ fn class_handlers_and_revoke() {
         let d = e.comm_dup(w).unwrap();
         let got = Rc::new(Cell::new(0u64));
         let g = got.clone();
-        e.set_handler(
-            40,
-            Box::new(move |e, peer, h, p| {
-                // A revoke notice: revoke the communicator named by ctx locally.
-                g.set(h.len + p.len() as u64 + peer as u64 * 1000);
-                let _ = e.revoke_local(CommId::from_raw(u64::from_le_bytes(p.try_into().unwrap())));
-            }),
-        )
-        .unwrap();
-        assert!(e.set_handler(3, Box::new(|_, _, _, _| {})).is_err());
+        e.ext()
+            .set_handler(
+                40,
+                Box::new(move |e, peer, h, p| {
+                    // A revoke notice: revoke the communicator named by ctx locally.
+                    g.set(h.len + p.len() as u64 + peer as u64 * 1000);
+                    let _ = e.revoke_local(CommId::from_raw(u64::from_le_bytes(p.try_into().unwrap())));
+                }),
+            )
+            .unwrap();
+        assert!(e.ext().set_handler(3, Box::new(|_, _, _, _| {})).is_err());
         let mut b = [0u8; 4];
         // SAFETY: b is not touched; the request completes (Revoked) at the wait below.
         let pending = unsafe { e.irecv(d, b.as_mut_ptr(), 4, 1 - me as i32, 0).unwrap() };
@@ -381,8 +382,8 @@ fn class_handlers_and_revoke() {
             let hdr = Header { class: 40, len: 7, ..Header::default() };
             // The peer's handle for its dup is not ours in general, but both processes
             // created the same sequence of communicators here, so the raw handle matches.
-            e.send_ctrl(1, hdr, &d.to_raw().to_le_bytes()).unwrap();
-            e.revoke_local(d).unwrap();
+            e.ext().send_ctrl(1, hdr, &d.to_raw().to_le_bytes()).unwrap();
+            e.ext().revoke_local(d).unwrap();
         }
         assert_eq!(e.wait(pending).unwrap_err(), Error::Revoked);
         assert!(e.is_revoked(d).unwrap());
@@ -432,11 +433,11 @@ fn receive_matched_at_post_completes_without_request() {
             let m = [7u8; 8];
             for _ in 0..2 {
                 // SAFETY: m is never written; an eager send (asserted) keeps no pointer to it.
-                assert!(unsafe { e.isend_coll_opt(w, m.as_ptr(), 8, 1, 3).unwrap() }.is_none());
+                assert!(unsafe { e.ext().isend_coll_opt(w, m.as_ptr(), 8, 1, 3).unwrap() }.is_none());
             }
             let big = [1u8; 64];
             // SAFETY: as above; big outlives the call and is never written.
-            assert!(unsafe { e.isend_coll_opt(w, big.as_ptr(), 64, 1, 4).unwrap() }.is_none());
+            assert!(unsafe { e.ext().isend_coll_opt(w, big.as_ptr(), 64, 1, 4).unwrap() }.is_none());
         } else {
             // Wait until both messages of tag 3 are here (unexpected), then post.
             let t = Instant::now();
@@ -446,7 +447,7 @@ fn receive_matched_at_post_completes_without_request() {
             }
             let mut b = [0u8; 8];
             // SAFETY: b is read only in the Done arm, when the receive has completed.
-            match unsafe { e.irecv_coll_opt(w, b.as_mut_ptr(), 8, 0, 3).unwrap() } {
+            match unsafe { e.ext().irecv_coll_opt(w, b.as_mut_ptr(), 8, 0, 3).unwrap() } {
                 RecvStart::Done(st) => assert_eq!((st.source, st.count, b), (0, 8, [7u8; 8])),
                 RecvStart::Pending(_) => panic!("a message already here must complete at post"),
             }
@@ -454,13 +455,13 @@ fn receive_matched_at_post_completes_without_request() {
             let mut small = [0u8; 16];
             assert!(matches!(
                 // SAFETY: truncation fails the post, so no request keeps a pointer to small.
-                unsafe { e.irecv_coll_opt(w, small.as_mut_ptr(), 16, 0, 4) },
+                unsafe { e.ext().irecv_coll_opt(w, small.as_mut_ptr(), 16, 0, 4) },
                 Err(Error::Truncated { .. })
             ));
             // Nothing of tag 5 has arrived: a request to wait for.
             let mut c = [0u8; 8];
             // SAFETY: c is read only after wait completes the pending request.
-            match unsafe { e.irecv_coll_opt(w, c.as_mut_ptr(), 8, 0, 5).unwrap() } {
+            match unsafe { e.ext().irecv_coll_opt(w, c.as_mut_ptr(), 8, 0, 5).unwrap() } {
                 RecvStart::Pending(id) => {
                     e.barrier(w).unwrap();
                     let st = e.wait(id).unwrap();
@@ -472,7 +473,7 @@ fn receive_matched_at_post_completes_without_request() {
             let mut d = [0u8; 8];
             assert!(matches!(
                 // SAFETY: the message is already here: the receive completes at post (asserted).
-                unsafe { e.irecv_coll_opt(w, d.as_mut_ptr(), 8, 0, 3).unwrap() },
+                unsafe { e.ext().irecv_coll_opt(w, d.as_mut_ptr(), 8, 0, 3).unwrap() },
                 RecvStart::Done(_)
             ));
             assert_eq!(d, [7u8; 8]);
@@ -481,6 +482,6 @@ fn receive_matched_at_post_completes_without_request() {
         e.barrier(w).unwrap();
         let m = [9u8; 8];
         // SAFETY: m is never written; an eager send (asserted) keeps no pointer to it.
-        assert!(unsafe { e.isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
+        assert!(unsafe { e.ext().isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
     });
 }

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-use weft_engine::{Activity, CommId, Engine, Error, Header, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CommId, Error, Ext, Header, ReqId, Result, Status, Step};
 
 use crate::agree::{self, Era, Tree, Value};
 use crate::detector::{self, Detector};
@@ -123,17 +123,17 @@ struct Ready {
     ctx: u32,
     id: CommId,
     failures: usize,
-    inst: Box<Inst>,
+    inst: Box<AgreeInstance>,
 }
 
 impl Ready {
     /// Built for communicator `info` (context `ctx`) with the failures known now.
-    fn fits(&self, ctx: u32, info: &CommInfo, e: &Engine) -> bool {
+    fn fits(&self, ctx: u32, info: &CommInfo, e: &Ext) -> bool {
         self.ctx == ctx && self.id == info.id && self.failures == e.failure_count()
     }
 }
 
-struct Inst {
+struct AgreeInstance {
     era: Era,
     local: Option<Local>,
 }
@@ -147,9 +147,9 @@ struct Glue {
     /// Agreement instances by (context id, sequence number). Boxed so that inserting one
     /// moves a pointer, not the state machine; pruned boxes are reused (`spare`), so the
     /// failure-free agreement allocates nothing for its instance.
-    insts: HashMap<(u32, u32), Box<Inst>>,
+    insts: HashMap<(u32, u32), Box<AgreeInstance>>,
     #[allow(clippy::vec_box)] // boxes, not instances: they move into `insts` by pointer
-    spare: Vec<Box<Inst>>,
+    spare: Vec<Box<AgreeInstance>>,
     /// A recycled instance already reset for the next agreement on a communicator (done
     /// after this member's first message left, while it waits: off the critical path).
     ready: Option<Ready>,
@@ -178,7 +178,7 @@ struct Driver {
 }
 
 impl Activity for Driver {
-    fn advance(&mut self, e: &mut Engine) -> Step {
+    fn advance(&mut self, e: &mut Ext) -> Step {
         self.st.borrow_mut().advance(e);
         Step::Continue
     }
@@ -191,7 +191,7 @@ fn hdr(cls: u8, ctx: u32, len: usize) -> Header {
 impl Ft {
     /// Install the FT layer on `e`: message handlers now; the activity on first use (or now,
     /// when the detector is on).
-    pub fn install(e: &mut Engine, opts: FtOptions) -> Result<Ft> {
+    pub fn install(e: &mut Ext, opts: FtOptions) -> Result<Ft> {
         let ft = Ft {
             st: Rc::new(RefCell::new(Glue {
                 opts,
@@ -216,7 +216,7 @@ impl Ft {
             let st = ft.st.clone();
             e.set_handler(
                 cls,
-                Box::new(move |e: &mut Engine, peer: u32, h: &Header, p: &[u8]| {
+                Box::new(move |e: &mut Ext, peer: u32, h: &Header, p: &[u8]| {
                     st.borrow_mut().on_message(e, peer, h.class, p)
                 }),
             )?;
@@ -243,12 +243,12 @@ impl Ft {
         self.st.borrow().stats.clone()
     }
 
-    fn activate(&self, e: &mut Engine) {
+    fn activate(&self, e: &mut Ext) {
         self.st.borrow_mut().ensure_active(e, &self.st);
     }
 
     /// Revoke `c` at every live member (reliable broadcast); returns at once.
-    pub fn revoke(&self, e: &mut Engine, c: CommId) -> Result<()> {
+    pub fn revoke(&self, e: &mut Ext, c: CommId) -> Result<()> {
         self.activate(e);
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
@@ -267,7 +267,7 @@ impl Ft {
     ///
     /// # Safety
     /// `out` must stay valid for a write of a `u64` until the request completes.
-    pub unsafe fn iagree(&self, e: &mut Engine, c: CommId, flag: u64, out: *mut u64) -> Result<ReqId> {
+    pub unsafe fn iagree(&self, e: &mut Ext, c: CommId, flag: u64, out: *mut u64) -> Result<ReqId> {
         self.start_agree(e, c, flag, |e| {
             let req = e.new_request(c)?;
             Ok((Local::Agree { req, out }, req))
@@ -278,10 +278,10 @@ impl Ft {
     /// valid) says where its outcome goes.
     fn start_agree<T>(
         &self,
-        e: &mut Engine,
+        e: &mut Ext,
         c: CommId,
         flag: u64,
-        local: impl FnOnce(&mut Engine) -> Result<(Local, T)>,
+        local: impl FnOnce(&mut Ext) -> Result<(Local, T)>,
     ) -> Result<T> {
         self.activate(e);
         let mut g = self.st.borrow_mut();
@@ -297,7 +297,7 @@ impl Ft {
     /// the live members on return, also when the agreement completes with `ProcFailed`
     /// (failures not acknowledged by every member). Waits on the engine directly, without an
     /// engine request.
-    pub fn agree(&self, e: &mut Engine, c: CommId, flag: &mut u64) -> Result<()> {
+    pub fn agree(&self, e: &mut Ext, c: CommId, flag: &mut u64) -> Result<()> {
         // `blocked` is empty here: the loop below takes every outcome it waits for.
         self.start_agree(e, c, *flag, |_| Ok((Local::Blocking, ())))?;
         let mut spins = 0;
@@ -319,7 +319,7 @@ impl Ft {
     ///
     /// # Safety
     /// `out` must stay valid for a write of a `u64` until the request completes.
-    pub unsafe fn ishrink(&self, e: &mut Engine, c: CommId, out: *mut u64) -> Result<ReqId> {
+    pub unsafe fn ishrink(&self, e: &mut Ext, c: CommId, out: *mut u64) -> Result<ReqId> {
         self.activate(e);
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
@@ -331,7 +331,7 @@ impl Ft {
     }
 
     /// Blocking shrink.
-    pub fn shrink(&self, e: &mut Engine, c: CommId) -> Result<CommId> {
+    pub fn shrink(&self, e: &mut Ext, c: CommId) -> Result<CommId> {
         let mut out = 0u64;
         // SAFETY: `out` outlives the request: it is waited for below.
         let req = unsafe { self.ishrink(e, c, &mut out)? };
@@ -340,7 +340,7 @@ impl Ft {
     }
 
     /// Uniform mode of `c`: collectives that call [`Ft::uniform_after`] agree on their outcome.
-    pub fn set_uniform(&self, e: &mut Engine, c: CommId, on: bool) -> Result<()> {
+    pub fn set_uniform(&self, e: &mut Ext, c: CommId, on: bool) -> Result<()> {
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
         g.comms.get_mut(&ctx).expect("just resolved").uniform = on;
@@ -348,7 +348,7 @@ impl Ft {
     }
 
     /// True if `c` is in uniform mode.
-    pub fn is_uniform(&self, e: &Engine, c: CommId) -> bool {
+    pub fn is_uniform(&self, e: &Ext, c: CommId) -> bool {
         let g = self.st.borrow();
         e.comm_ctx(c).ok().and_then(|ctx| g.comms.get(&ctx)).is_some_and(|i| i.id == c && i.uniform)
     }
@@ -357,7 +357,7 @@ impl Ft {
     /// agreement on "did it succeed here" follows, and every member returns the same class:
     /// `Ok` everywhere, or the same error class everywhere (`ProcFailed` with the agreed
     /// ranks, else `Revoked`, else the local error / a generic "failed at another member").
-    pub fn uniform_after(&self, e: &mut Engine, c: CommId, local: Result<()>) -> Result<()> {
+    pub fn uniform_after(&self, e: &mut Ext, c: CommId, local: Result<()>) -> Result<()> {
         if !self.is_uniform(e, c) {
             return local;
         }
@@ -397,7 +397,7 @@ impl Glue {
         self.clock.elapsed().as_nanos() as u64
     }
 
-    fn ensure_active(&mut self, e: &mut Engine, st: &Rc<RefCell<Glue>>) {
+    fn ensure_active(&mut self, e: &mut Ext, st: &Rc<RefCell<Glue>>) {
         if !self.active {
             self.active = true;
             // `seen_failures` stays where it was (0): the first advance replays every failure
@@ -410,7 +410,7 @@ impl Glue {
     }
 
     /// Cache the communicator `c`; returns its context id.
-    fn info(&mut self, e: &Engine, c: CommId) -> Result<u32> {
+    fn info(&mut self, e: &Ext, c: CommId) -> Result<u32> {
         let ctx = e.comm_ctx(c)?;
         if self.comms.get(&ctx).is_none_or(|i| i.id != c) {
             self.insts.retain(|k, _| k.0 != ctx);
@@ -446,7 +446,7 @@ impl Glue {
     }
 
     /// Resolve an incoming `(ctx, epoch)`: `Ok(Some(ctx))` live, `Ok(None)` parked, `Err` stale.
-    fn resolve(&mut self, e: &Engine, ctx: u32, epoch: u32) -> std::result::Result<bool, ()> {
+    fn resolve(&mut self, e: &Ext, ctx: u32, epoch: u32) -> std::result::Result<bool, ()> {
         if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm_ctx(i.id) == Ok(ctx)) {
             // The common case: one lookup.
             return if i.epoch == epoch { Ok(true) } else { Err(()) };
@@ -465,21 +465,21 @@ impl Glue {
         Ok(true)
     }
 
-    fn failed_ranks(&self, e: &Engine, ctx: u32) -> Vec<u32> {
+    fn failed_ranks(&self, e: &Ext, ctx: u32) -> Vec<u32> {
         let info = &self.comms[&ctx];
         e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect()
     }
 
-    fn revoke_sm(&self, e: &Engine, ctx: u32) -> Revoke {
+    fn revoke_sm(&self, e: &Ext, ctx: u32) -> Revoke {
         let info = &self.comms[&ctx];
         Revoke::new(info.world_of.len() as u32, info.rank, &self.failed_ranks(e, ctx))
     }
 
-    fn send(&mut self, e: &mut Engine, w: u32, ctx: u32, m: &Wire) {
+    fn send(&mut self, e: &mut Ext, w: u32, ctx: u32, m: &Wire) {
         send_wire(e, &mut self.buf, w, ctx, m);
     }
 
-    fn apply_revoke(&mut self, e: &mut Engine, ctx: u32, acts: Vec<revoke::Action>) {
+    fn apply_revoke(&mut self, e: &mut Ext, ctx: u32, acts: Vec<revoke::Action>) {
         let (id, epoch) = (self.comms[&ctx].id, self.comms[&ctx].epoch);
         for a in acts {
             match a {
@@ -505,20 +505,20 @@ impl Glue {
     /// spend more time in map lookups than in the protocol).
     fn drive(
         &mut self,
-        e: &mut Engine,
+        e: &mut Ext,
         ctx: u32,
         seq: u32,
         create: bool,
-        f: impl FnOnce(&mut Inst, &mut Vec<agree::Action>),
+        f: impl FnOnce(&mut AgreeInstance, &mut Vec<agree::Action>),
     ) -> bool {
         let Glue { opts, comms, insts, spare, ready, acts, buf, stats, pool, blocked, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return false };
-        let inst: &mut Inst = if create {
+        let inst: &mut AgreeInstance = if create {
             insts.entry((ctx, seq)).or_insert_with(|| match ready.take() {
                 Some(r) if r.fits(ctx, info, e) => r.inst,
                 r => {
                     *ready = r;
-                    new_inst(e, info, opts.agree, spare)
+                    new_agree_instance(e, info, opts.agree, spare)
                 }
             })
         } else {
@@ -555,7 +555,7 @@ impl Glue {
         true
     }
 
-    fn start(&mut self, e: &mut Engine, ctx: u32, local: Local, v: Value) {
+    fn start(&mut self, e: &mut Ext, ctx: u32, local: Local, v: Value) {
         let info = self.comms.get_mut(&ctx).expect("resolved");
         let seq = info.next_seq;
         info.next_seq += 1;
@@ -569,7 +569,7 @@ impl Glue {
     /// Bookkeeping moved off the agreement's critical path (it runs after this member's
     /// first message left, while the peers' are on their way): drop the decisions kept
     /// beyond [`KEEP_DECIDED`] and reset a recycled instance for the next agreement.
-    fn housekeep(&mut self, e: &Engine, ctx: u32) {
+    fn housekeep(&mut self, e: &Ext, ctx: u32) {
         let Glue { opts, comms, insts, spare, ready, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return };
         prune(info, insts, spare, ctx);
@@ -581,11 +581,11 @@ impl Glue {
         if let Some(old) = ready.take() {
             spare.push(old.inst);
         }
-        let inst = new_inst(e, info, opts.agree, spare);
+        let inst = new_agree_instance(e, info, opts.agree, spare);
         *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
     }
 
-    fn on_message(&mut self, e: &mut Engine, peer: u32, cls: u8, p: &[u8]) {
+    fn on_message(&mut self, e: &mut Ext, peer: u32, cls: u8, p: &[u8]) {
         if e.failed_world_ranks().contains(&peer) {
             self.stats.from_failed += 1;
             return;
@@ -664,7 +664,7 @@ impl Glue {
         }
     }
 
-    fn apply_det(&mut self, e: &mut Engine, acts: Vec<detector::Action>) {
+    fn apply_det(&mut self, e: &mut Ext, acts: Vec<detector::Action>) {
         for a in acts {
             match a {
                 detector::Action::Heartbeat { to } => {
@@ -681,7 +681,7 @@ impl Glue {
         }
     }
 
-    fn advance(&mut self, e: &mut Engine) {
+    fn advance(&mut self, e: &mut Ext) {
         let fc = e.failure_count();
         if fc != self.seen_failures {
             let new: Vec<u32> = e.failed_world_ranks()[self.seen_failures.min(fc)..].to_vec();
@@ -706,7 +706,7 @@ impl Glue {
         }
     }
 
-    fn on_world_failure(&mut self, e: &mut Engine, w: u32) {
+    fn on_world_failure(&mut self, e: &mut Ext, w: u32) {
         if let Some(d) = &mut self.det {
             let now = self.clock.elapsed().as_nanos() as u64;
             let acts = d.on_failure(w, now);
@@ -729,7 +729,12 @@ impl Glue {
 
 /// A new agreement instance for `info` (a recycled box when there is one).
 #[allow(clippy::vec_box)]
-fn new_inst(e: &Engine, info: &CommInfo, path: AgreePath, spare: &mut Vec<Box<Inst>>) -> Box<Inst> {
+fn new_agree_instance(
+    e: &Ext,
+    info: &CommInfo,
+    path: AgreePath,
+    spare: &mut Vec<Box<AgreeInstance>>,
+) -> Box<AgreeInstance> {
     let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
     let fast = path == AgreePath::Fast;
     match spare.pop() {
@@ -744,13 +749,13 @@ fn new_inst(e: &Engine, info: &CommInfo, path: AgreePath, spare: &mut Vec<Box<In
             } else {
                 Era::new(info.tree.clone(), info.rank, &failed)
             };
-            Box::new(Inst { era, local: None })
+            Box::new(AgreeInstance { era, local: None })
         }
     }
 }
 
 /// Encode `m` into `buf` and send it to world rank `w`.
-fn send_wire(e: &mut Engine, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
+fn send_wire(e: &mut Ext, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
     buf.clear();
     m.encode_into(buf);
     // A failed destination is fine to skip: the failure notice path handles it.
@@ -759,7 +764,7 @@ fn send_wire(e: &mut Engine, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
 
 /// The local member's instance decided `v`: complete its agree or shrink request.
 fn complete(
-    e: &mut Engine,
+    e: &mut Ext,
     info: &CommInfo,
     pool: &mut CtxPool,
     blocked: &mut Option<std::result::Result<u64, (u64, Vec<u32>)>>,
@@ -822,8 +827,8 @@ fn complete(
 #[allow(clippy::vec_box)]
 fn prune(
     info: &mut CommInfo,
-    insts: &mut HashMap<(u32, u32), Box<Inst>>,
-    spare: &mut Vec<Box<Inst>>,
+    insts: &mut HashMap<(u32, u32), Box<AgreeInstance>>,
+    spare: &mut Vec<Box<AgreeInstance>>,
     ctx: u32,
 ) {
     while info.kept.len() > KEEP_DECIDED {

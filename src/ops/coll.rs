@@ -37,7 +37,7 @@ impl OpsCore {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
-        unsafe { coll.run(&mut e, c, spec) }
+        unsafe { coll.run(e.ext(), c, spec) }
     }
 
     /// Start a collective; the request completes when it is over.
@@ -49,7 +49,7 @@ impl OpsCore {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
-        unsafe { coll.start(&mut e, c, spec) }
+        unsafe { coll.start(e.ext(), c, spec) }
     }
 
     /// Fill in the buffer lengths of a collective whose buffers came as bare pointers: from the
@@ -91,7 +91,7 @@ impl OpsCore {
     /// The algorithm a call described by `spec` would use now.
     pub(crate) fn coll_algorithm(&self, c: CommId, spec: &Spec) -> EngineResult<weft_coll::select::Alg> {
         let e = self.eng()?;
-        let r = self.coll.borrow_mut().algorithm(&e, c, spec);
+        let r = self.coll.borrow_mut().algorithm(e.ext_ref(), c, spec);
         r
     }
 }

@@ -23,7 +23,7 @@ pub(super) fn install(
         agree: cfg.ft_agree,
         node_of,
     };
-    Ok(weft_ft::Ft::install(e, opts)?)
+    Ok(weft_ft::Ft::install(e.ext(), opts)?)
 }
 
 impl OpsCore {
@@ -34,7 +34,7 @@ impl OpsCore {
 
     /// Revoke `c` at every live member; returns at once.
     pub(crate) fn revoke(&self, c: CommId) -> EngineResult<()> {
-        self.ft.revoke(&mut *self.eng()?, c)
+        self.ft.revoke(self.eng()?.ext(), c)
     }
 
     /// True once `c` was revoked (locally or by any member).
@@ -46,7 +46,7 @@ impl OpsCore {
     /// contribution on entry and the AND over the live members on return, also when the
     /// agreement completes with `ProcFailed`.
     pub(crate) fn agree(&self, c: CommId, flag: &mut u64) -> EngineResult<()> {
-        self.ft.agree(&mut *self.eng()?, c, flag)
+        self.ft.agree(self.eng()?.ext(), c, flag)
     }
 
     /// Non-blocking agreement: `*out` holds the agreed value once the request completed.
@@ -55,12 +55,12 @@ impl OpsCore {
     /// `out` must stay valid for writes until the request completes.
     pub(crate) unsafe fn iagree(&self, c: CommId, flag: u64, out: *mut u64) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.ft.iagree(&mut *self.eng()?, c, flag, out) }
+        unsafe { self.ft.iagree(self.eng()?.ext(), c, flag, out) }
     }
 
     /// Shrink: a new communicator of the live members of `c`.
     pub(crate) fn shrink(&self, c: CommId) -> EngineResult<CommId> {
-        self.ft.shrink(&mut *self.eng()?, c)
+        self.ft.shrink(self.eng()?.ext(), c)
     }
 
     /// Non-blocking shrink: `*out` holds the new communicator's raw id once the request
@@ -70,7 +70,7 @@ impl OpsCore {
     /// `out` must stay valid for writes until the request completes.
     pub(crate) unsafe fn ishrink(&self, c: CommId, out: *mut u64) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.ft.ishrink(&mut *self.eng()?, c, out) }
+        unsafe { self.ft.ishrink(self.eng()?.ext(), c, out) }
     }
 
     /// Which failures raise errors on `c`.
@@ -85,11 +85,11 @@ impl OpsCore {
 
     /// Uniform mode: covered collectives are followed by an agreement on their outcome.
     pub(crate) fn set_uniform(&self, c: CommId, on: bool) -> EngineResult<()> {
-        self.ft.set_uniform(&mut *self.eng()?, c, on)
+        self.ft.set_uniform(self.eng()?.ext(), c, on)
     }
 
     /// A collective's local outcome made uniform when `c` is in uniform mode.
     pub(crate) fn uniform_after(&self, c: CommId, local: EngineResult<()>) -> EngineResult<()> {
-        self.ft.uniform_after(&mut *self.eng()?, c, local)
+        self.ft.uniform_after(self.eng()?.ext(), c, local)
     }
 }

@@ -1,0 +1,322 @@
+//! The receive path and the matching of arrivals: posting receives (matched at once against
+//! the unexpected queue), probes, and [`Core::on_message`], which takes every message off the
+//! wire and completes the posted receive it matches or queues it as unexpected. Also owns the
+//! pool of arrival buffers and the rule that ends a transport poll at the message a blocking
+//! wait is waiting for.
+
+use crate::buffer::UserBuf;
+use crate::comm::ErrScope;
+use crate::engine::{check_tag, user_status, Core};
+use crate::error::{Error, Result};
+use crate::matching::{Arrived, Posted, Unexpected};
+use crate::request::{Phase, RecvStart, Req, ReqId};
+use crate::rndv::{RndvTodo, RTS_BODY};
+use crate::transport::{class, Header, RKey};
+use crate::{CommId, Engine, Status, ANY_SOURCE};
+
+/// While not streaming, one awaited completion in this many still lets the poll read on.
+pub(crate) const PROBE_EVERY: u8 = 64;
+/// Buffers kept in the arrival pool ([`Core::recycle_buf`]).
+const BUF_POOL_MAX: usize = 64;
+/// Largest buffer capacity kept in the arrival pool.
+const BUF_POOL_CAP: usize = 4096;
+
+/// A copy of `payload` in a buffer from `pool` (see [`Core::recycle_buf`]).
+#[inline]
+fn pooled_copy(pool: &mut Vec<Vec<u8>>, payload: &[u8]) -> Vec<u8> {
+    let mut b = pool.pop().unwrap_or_default();
+    b.extend_from_slice(payload);
+    b
+}
+
+impl Engine {
+    /// Blocking receive into `buf` from `src` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]).
+    pub fn recv(&mut self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> Result<Status> {
+        // SAFETY: `buf` is borrowed mutably for the whole call and the request is waited for
+        // (or found complete) before returning.
+        let id = unsafe { self.irecv_ctx(c, 0, buf.as_mut_ptr(), buf.len(), src, tag, true)?.pending() };
+        self.wait(id)
+    }
+
+    /// Post a receive; the request completes when data is in `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for writes of `len` bytes, and must not be accessed otherwise,
+    /// until the request has completed.
+    pub unsafe fn irecv(&mut self, c: CommId, buf: *mut u8, len: usize, src: i32, tag: i32) -> Result<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.irecv_ctx(c, 0, buf, len, src, tag, true).map(RecvStart::pending) }
+    }
+
+    /// The receive path. `coll` selects the internal context (`ctx + 1`). With `want_req`
+    /// false a receive matched at once by an eager message already here returns its status
+    /// (or its error) without allocating a request.
+    ///
+    /// # Safety
+    /// As [`Engine::irecv`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn irecv_ctx(
+        &mut self,
+        c: CommId,
+        coll: u32,
+        buf: *mut u8,
+        len: usize,
+        src: i32,
+        tag: i32,
+        want_req: bool,
+    ) -> Result<RecvStart> {
+        if buf.is_null() && len > 0 {
+            return Err(Error::InvalidArg("null receive buffer with nonzero length".into()));
+        }
+        check_tag(tag, true)?;
+        let comm = self.core.comms.get(c)?;
+        if comm.revoked {
+            return Err(Error::Revoked);
+        }
+        if self.core.failed.any() && comm.scope != ErrScope::Local {
+            self.core.scope_check(comm)?;
+        }
+        let size = comm.size();
+        let src_world = if src == ANY_SOURCE {
+            u32::MAX
+        } else if src >= 0 && (src as u32) < size {
+            comm.world_of[src as usize]
+        } else {
+            return Err(Error::InvalidRank { rank: src as i64, size });
+        };
+        let ctx = comm.ctx + coll;
+        // SAFETY: the caller guarantees buf/len validity until the request completes.
+        let ubuf = unsafe { UserBuf::new(buf, len) };
+        // Built where it is inserted, from values in registers: a `Req` built early on the
+        // stack and copied into the slot later was re-read in 16-byte pieces over smaller
+        // stores, a store-forwarding stall on every posted receive.
+        let req =
+            |phase| Req { comm: c, peer_world: src_world, peer: src, tag, buf: ubuf, is_send: false, phase };
+        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        let found = qs.take_unexpected(src, tag);
+        self.core.streaming = found.is_some();
+        if let Some(u) = found {
+            let status = user_status(u.src, u.tag, u.data.len());
+            match u.data {
+                Arrived::Eager(data) => {
+                    ubuf.fill(&data);
+                    self.core.recycle_buf(data);
+                    let res = Core::recv_result(status, ubuf.len());
+                    if !want_req {
+                        return res.map(RecvStart::Done);
+                    }
+                    return Ok(RecvStart::Pending(self.core.reqs.insert(req(Phase::Done(res)))));
+                }
+                Arrived::Rts { sreq, key, len } => {
+                    let id = self.core.reqs.insert(req(Phase::RecvPosted));
+                    self.core.aux = true;
+                    self.core.rndv_todo.push(RndvTodo {
+                        req: id,
+                        peer_world: u.src_world,
+                        sreq,
+                        ctx,
+                        key,
+                        len: len as usize,
+                        status,
+                    });
+                    self.run_rndv();
+                    return Ok(RecvStart::Pending(id));
+                }
+            }
+        }
+        if src_world != u32::MAX && self.core.failed.is_failed(src_world) {
+            return Err(Error::ProcFailed { ranks: vec![src as u32] });
+        }
+        let id = self.core.reqs.insert(req(Phase::RecvPosted));
+        let qs = self.core.q.ctx(ctx).expect("checked above");
+        qs.posted.push_back(Posted::new(src, tag, id));
+        Ok(RecvStart::Pending(id))
+    }
+
+    /// Status of the first message that a receive `(src, tag)` on `c` would match, if one
+    /// has arrived; the message stays queued.
+    pub fn iprobe(&mut self, c: CommId, src: i32, tag: i32) -> Result<Option<Status>> {
+        check_tag(tag, true)?;
+        let comm = self.core.comms.get(c)?;
+        if src != ANY_SOURCE && !(src >= 0 && (src as u32) < comm.size()) {
+            return Err(Error::InvalidRank { rank: src as i64, size: comm.size() });
+        }
+        let (ctx, src_world) = (comm.ctx, if src >= 0 { comm.world_of[src as usize] } else { u32::MAX });
+        self.progress();
+        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        if let Some(u) = qs.peek_unexpected(src, tag) {
+            return Ok(Some(user_status(u.src, u.tag, u.data.len())));
+        }
+        if src_world != u32::MAX && self.core.failed.is_failed(src_world) {
+            return Err(Error::ProcFailed { ranks: vec![src as u32] });
+        }
+        if src == ANY_SOURCE && self.core.failed.any() && self.unacked_failure(c) {
+            return Err(Error::ProcFailedPending);
+        }
+        Ok(None)
+    }
+
+    /// Block until a message that a receive `(src, tag)` on `c` would match has arrived.
+    pub fn probe(&mut self, c: CommId, src: i32, tag: i32) -> Result<Status> {
+        let mut spins = 0;
+        loop {
+            if let Some(st) = self.iprobe(c, src, tag)? {
+                return Ok(st);
+            }
+            self.idle_wait(&mut spins);
+        }
+    }
+}
+
+impl Core {
+    pub(crate) fn recv_result(status: Status, capacity: usize) -> Result<Status> {
+        if status.count > capacity {
+            Err(Error::Truncated { incoming: status.count, capacity, sender: status.source, tag: status.tag })
+        } else {
+            Ok(status)
+        }
+    }
+
+    /// Return a buffer from [`pooled_copy`] to the pool (bounded: at most
+    /// [`BUF_POOL_MAX`] buffers of at most [`BUF_POOL_CAP`] bytes are kept).
+    #[inline]
+    pub(crate) fn recycle_buf(&mut self, mut b: Vec<u8>) {
+        if self.buf_pool.len() < BUF_POOL_MAX && b.capacity() <= BUF_POOL_CAP {
+            b.clear();
+            self.buf_pool.push(b);
+        }
+    }
+
+    /// Handle one message off the wire. Never panics on malformed input: it is counted and
+    /// dropped. Returns `true` when the poll should stop after this message, so that whoever
+    /// waits for it sees it at once: it completed (or advanced) the request a blocking
+    /// [`Engine::wait`] waits for, or it is control traffic while an upper layer's blocking
+    /// call waits for such ([`Engine::idle_wait_ctrl`]). (Otherwise control traffic does not
+    /// stop it: a revoke, say, then reaches the upper layer only after the data that arrived
+    /// with it, which pending receives may be waiting for.)
+    #[inline]
+    pub(crate) fn on_message(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {
+        match h.class {
+            class::EAGER => {
+                if payload.len() as u64 != h.len {
+                    self.malformed(peer, "eager length mismatch");
+                    return false;
+                }
+                self.arrive(peer, h, None, payload)
+            }
+            class::RTS => {
+                if payload.len() != RTS_BODY {
+                    self.malformed(peer, "RTS body size");
+                    return false;
+                }
+                let sreq = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+                let mut key = [0u8; std::mem::size_of::<RKey>()];
+                key.copy_from_slice(&payload[8..]);
+                self.arrive(peer, h, Some((sreq, key)), &[])
+            }
+            class::FIN => {
+                self.on_fin(peer, h);
+                self.awaited == Some(ReqId::from_raw(h.len))
+            }
+            class::BYE => {
+                self.on_bye(peer);
+                false
+            }
+            class::BYE_ACK => {
+                self.confirmed[peer as usize] = true;
+                false
+            }
+            c if c >= class::FIRST_FREE => {
+                if self.failed.is_failed(peer) {
+                    self.stats.dropped_from_failed += 1;
+                    return false;
+                }
+                let b = pooled_copy(&mut self.buf_pool, payload);
+                self.ctrl_inbox.push((peer, *h, b));
+                self.aux = true;
+                self.awaiting_ctrl
+            }
+            _ => {
+                self.malformed(peer, "unknown message class");
+                false
+            }
+        }
+    }
+
+    /// Match an arrived message (eager data or a rendezvous offer); `true` if it matched the
+    /// posted receive [`Core::awaited`] names (and the poll should stop there).
+    #[inline]
+    fn arrive(&mut self, peer: u32, h: &Header, rts: Option<(u64, RKey)>, payload: &[u8]) -> bool {
+        // A process declared failed is failed for good (fail-stop): whatever it sends after
+        // the declaration — a frozen process that resumes — is dropped. What it sent before
+        // was drained before the declaration (see `slow_path`).
+        if self.failed.is_failed(peer) {
+            self.stats.dropped_from_failed += 1;
+            return false;
+        }
+        let Some(qs) = self.q.ctx(h.ctx) else {
+            self.malformed(peer, "context id out of range");
+            return false;
+        };
+        if qs.retired {
+            return false;
+        }
+        if let Some(cid) = qs.comm {
+            // Known communicator: the claimed source must be the peer that sent it.
+            match self.comms.get(cid) {
+                Ok(c) if c.world_of.get(h.src as usize) == Some(&peer) => {}
+                _ => {
+                    self.malformed(peer, "source rank does not match sender");
+                    return false;
+                }
+            }
+        }
+        let status = user_status(h.src, h.tag, h.len as usize);
+        if let Some(id) = qs.take_posted(h.src, h.tag) {
+            match rts {
+                None => {
+                    let Some(r) = self.reqs.get_mut(id) else {
+                        return false;
+                    };
+                    r.buf.fill(payload);
+                    r.phase = Phase::Done(Core::recv_result(status, r.buf.len()));
+                }
+                Some((sreq, key)) => {
+                    self.aux = true;
+                    self.rndv_todo.push(RndvTodo {
+                        req: id,
+                        peer_world: peer,
+                        sreq,
+                        ctx: h.ctx,
+                        key,
+                        len: h.len as usize,
+                        status,
+                    });
+                }
+            }
+            return self.awaited == Some(id) && self.stop_at_awaited();
+        }
+        self.stats.unexpected += 1;
+        let data = match rts {
+            None => Arrived::Eager(pooled_copy(&mut self.buf_pool, payload)),
+            Some((sreq, key)) => Arrived::Rts { sreq, key, len: h.len },
+        };
+        qs.unexpected.push_back(Unexpected { src: h.src, src_world: peer, tag: h.tag, data });
+        false
+    }
+
+    /// Whether the poll stops after the message that completed the awaited request: not
+    /// while messages stream in, nor on one completion in [`PROBE_EVERY`].
+    #[inline]
+    fn stop_at_awaited(&mut self) -> bool {
+        if self.streaming {
+            return false;
+        }
+        self.probe += 1;
+        if self.probe < PROBE_EVERY {
+            return true;
+        }
+        self.probe = 0;
+        false
+    }
+}

@@ -1,0 +1,147 @@
+//! The rendezvous protocol for messages above the eager limit: the sender exposes its buffer
+//! and sends an RTS carrying its request id and the remote key (`send.rs`); the receiver,
+//! once the RTS matches a receive, reads the data straight into the user buffer with the
+//! transport's `get` (at once or asynchronously) and sends a FIN back; the FIN completes the
+//! send and withdraws the exposure.
+
+use crate::engine::{user_status, Core};
+use crate::error::Error;
+use crate::request::{Phase, Req, ReqId};
+use crate::send::{Body, Outgoing};
+use crate::transport::{class, GetStatus, Header, RKey};
+use crate::{Engine, Status};
+
+/// RTS payload: sender request id (8 bytes) + remote key.
+pub(crate) const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
+
+/// A matched RTS whose data must be read.
+pub(crate) struct RndvTodo {
+    pub(crate) req: ReqId,
+    pub(crate) peer_world: u32,
+    pub(crate) sreq: u64,
+    pub(crate) ctx: u32,
+    pub(crate) key: RKey,
+    pub(crate) len: usize,
+    pub(crate) status: Status,
+}
+
+/// An asynchronous read in flight.
+pub(crate) struct GetInFlight {
+    token: u64,
+    transport: usize,
+    req: ReqId,
+    peer_world: u32,
+    sreq: u64,
+    ctx: u32,
+}
+
+impl Engine {
+    /// Start the reads of matched RTS messages (after a poll, or when a receive matched one).
+    pub(crate) fn run_rndv(&mut self) {
+        while let Some(todo) = self.core.rndv_todo.pop() {
+            let Some(req) = self.core.reqs.get(todo.req) else {
+                continue;
+            };
+            let buf = req.buf;
+            let n = todo.len.min(buf.len());
+            let t = self.core.route[todo.peer_world as usize];
+            if t as usize >= self.transports.len() {
+                self.core.finish(todo.req, Err(Error::ProcFailed { ranks: vec![todo.status.source] }));
+                continue;
+            }
+            // SAFETY: the receive request owns `buf` (valid for writes of buf.len() ≥ n bytes)
+            // until it completes, and it completes only after the read is done.
+            let r = unsafe { self.transports[t as usize].get(todo.peer_world, &todo.key, buf.ptr(), n) };
+            match r {
+                Ok(GetStatus::Done) => {
+                    self.core.stats.rndv_gets += 1;
+                    self.core.finish(todo.req, Core::recv_result(todo.status, buf.len()));
+                    self.send_fin(t as usize, todo.peer_world, todo.ctx, todo.sreq);
+                }
+                Ok(GetStatus::Pending(token)) => {
+                    if let Some(r) = self.core.reqs.get_mut(todo.req) {
+                        r.phase = Phase::RecvGetting { status: todo.status };
+                    }
+                    self.core.aux = true;
+                    self.core.gets.push(GetInFlight {
+                        token,
+                        transport: t as usize,
+                        req: todo.req,
+                        peer_world: todo.peer_world,
+                        sreq: todo.sreq,
+                        ctx: todo.ctx,
+                    });
+                }
+                Err(e) => {
+                    let err = self.core.tx_err(e, todo.status.source);
+                    self.core.finish(todo.req, Err(err));
+                }
+            }
+        }
+    }
+
+    pub(crate) fn send_fin(&mut self, t: usize, w: u32, ctx: u32, sreq: u64) {
+        let hdr = Header { class: class::FIN, flags: 0, reserved: 0, ctx, src: 0, tag: 0, len: sreq };
+        self.send_or_queue(t, w, Outgoing { hdr, body: Body::Inline([0; RTS_BODY], 0), complete: None });
+    }
+
+    pub(crate) fn poll_gets(&mut self) -> usize {
+        let mut done = Vec::new();
+        let mut n = 0;
+        for t in 0..self.transports.len() {
+            self.transports[t].poll_gets(&mut done);
+            for (token, res) in done.drain(..) {
+                let Some(i) = self.core.gets.iter().position(|g| g.token == token && g.transport == t) else {
+                    continue;
+                };
+                let g = self.core.gets.swap_remove(i);
+                n += 1;
+                let Some(Req { phase: Phase::RecvGetting { status, .. }, buf, .. }) =
+                    self.core.reqs.get(g.req)
+                else {
+                    continue;
+                };
+                let (status, cap) = (*status, buf.len());
+                match res {
+                    Ok(()) => {
+                        self.core.stats.rndv_gets += 1;
+                        self.core.finish(g.req, Core::recv_result(status, cap));
+                        self.send_fin(t, g.peer_world, g.ctx, g.sreq);
+                    }
+                    Err(e) => {
+                        let err = self.core.tx_err(e, status.source);
+                        self.core.finish(g.req, Err(err));
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// Withdraw the exposures whose FIN arrived in the last poll.
+    pub(crate) fn withdraw_exposures(&mut self) {
+        for (w, key) in std::mem::take(&mut self.core.unexpose_todo) {
+            let t = self.core.route[w as usize] as usize;
+            if let Some(t) = self.transports.get_mut(t) {
+                t.unexpose(w, &key);
+            }
+        }
+    }
+}
+
+impl Core {
+    pub(crate) fn on_fin(&mut self, peer: u32, h: &Header) {
+        let id = ReqId::from_raw(h.len);
+        match self.reqs.get_mut(id) {
+            Some(r) if r.is_send && r.peer_world == peer && matches!(r.phase, Phase::SendAwaitFin { .. }) => {
+                if let Phase::SendAwaitFin { key } = r.phase {
+                    self.unexpose_todo.push((peer, key));
+                    self.aux = true;
+                }
+                let st = user_status(r.peer as u32, r.tag, r.buf.len());
+                r.phase = Phase::Done(Ok(st));
+            }
+            _ => self.malformed(peer, "FIN for no rendezvous send"),
+        }
+    }
+}
