@@ -224,7 +224,12 @@ impl Engine {
         if ids.is_empty() {
             return;
         }
-        core.unpost_completed();
+        // Only the communicator's own contexts can hold its receives: a job that created and
+        // freed many communicators does not pay for their queues here.
+        if let Ok(comm) = core.comms.get(c) {
+            let ctx = comm.ctx;
+            core.unpost_completed_in(&[ctx, ctx + 1]);
+        }
         for q in core.pending.iter_mut() {
             let before = q.len();
             q.retain(|o| o.complete.is_none_or(|id| !ids.contains(&id)));
@@ -238,8 +243,18 @@ impl Core {
     /// just completed by a failure or a revocation.
     fn unpost_completed(&mut self) {
         let reqs = &self.reqs;
-        for qs in self.q.iter_mut() {
+        for qs in self.q.iter_mut().filter(|qs| !qs.posted.is_empty()) {
             qs.posted.retain(|p| matches!(reqs.get(p.req), Some(Req { phase: Phase::RecvPosted, .. })));
+        }
+    }
+
+    /// [`Core::unpost_completed`] for the contexts `ctxs` only.
+    fn unpost_completed_in(&mut self, ctxs: &[u32]) {
+        let reqs = &self.reqs;
+        for &ctx in ctxs {
+            if let Some(qs) = self.q.ctx(ctx) {
+                qs.posted.retain(|p| matches!(reqs.get(p.req), Some(Req { phase: Phase::RecvPosted, .. })));
+            }
         }
     }
 
