@@ -79,6 +79,9 @@ pub struct FtStats {
 
 /// How many decided agreement instances each communicator keeps to answer late requests.
 const KEEP_DECIDED: usize = 64;
+
+/// Communicators known to the FT layer before the first sweep of freed ones.
+const MIN_SWEEP: usize = 16;
 /// At most this many messages wait for their communicator.
 const MAX_PARKED: usize = 4096;
 
@@ -87,7 +90,8 @@ struct CommInfo {
     epoch: u32,
     world_of: Vec<u32>,
     rank: u32,
-    tree: Tree,
+    /// The agreement tree, built by the first agreement (a revoke needs none).
+    tree: std::cell::OnceCell<Tree>,
     next_seq: u32,
     /// Sequence numbers of the instances decided here, oldest first, at most
     /// [`KEEP_DECIDED`]: the decisions kept to answer late requests. An instance below
@@ -144,6 +148,8 @@ struct Glue {
     active: bool,
     seen_failures: usize,
     comms: HashMap<u32, CommInfo>,
+    /// Size of `comms` at which freed communicators are swept out ([`Glue::sweep_freed`]).
+    sweep_at: usize,
     /// Agreement instances by (context id, sequence number). Boxed so that inserting one
     /// moves a pointer, not the state machine; pruned boxes are reused (`spare`), so the
     /// failure-free agreement allocates nothing for its instance.
@@ -199,6 +205,7 @@ impl Ft {
                 active: false,
                 seen_failures: 0,
                 comms: HashMap::default(),
+                sweep_at: MIN_SWEEP,
                 insts: HashMap::default(),
                 spare: Vec::new(),
                 ready: None,
@@ -413,18 +420,23 @@ impl Glue {
     fn info(&mut self, e: &Ext, c: CommId) -> Result<u32> {
         let ctx = e.comm_ctx(c)?;
         if self.comms.get(&ctx).is_none_or(|i| i.id != c) {
-            self.insts.retain(|k, _| k.0 != ctx);
+            if self.comms.contains_key(&ctx) {
+                // A freed communicator's context reused: its agreements are over.
+                self.forget(ctx);
+            }
+            if self.comms.len() >= self.sweep_at {
+                self.sweep_freed(e);
+            }
             let world_of = e.comm_group(c)?;
             let rank = e.comm_rank(c)?;
-            let tree = self.tree_for(&world_of);
             let info = CommInfo {
                 id: c,
                 epoch: epoch_of(&world_of),
                 world_of,
                 rank,
-                tree,
+                tree: std::cell::OnceCell::new(),
                 next_seq: 0,
-                kept: VecDeque::with_capacity(KEEP_DECIDED + 1),
+                kept: VecDeque::new(),
                 uniform: false,
             };
             self.comms.insert(ctx, info);
@@ -432,9 +444,29 @@ impl Glue {
         Ok(ctx)
     }
 
-    fn tree_for(&self, world_of: &[u32]) -> Tree {
+    /// Drop the state of communicator context `ctx`: its info and its agreement instances.
+    fn forget(&mut self, ctx: u32) {
+        if self.comms.remove(&ctx).is_some() {
+            self.insts.retain(|k, _| k.0 != ctx);
+        }
+    }
+
+    /// Drop the state of every freed communicator, in one pass over the instances. Called when
+    /// the table has doubled since the last sweep, so creating communicators stays amortised
+    /// O(1) however many were created and freed before (a revoke or an agreement on a new
+    /// communicator must not pay for the history of the job).
+    fn sweep_freed(&mut self, e: &Ext) {
+        self.comms.retain(|&ctx, i| e.comm_ctx(i.id) == Ok(ctx));
+        let comms = &self.comms;
+        self.insts.retain(|k, _| comms.contains_key(&k.0));
+        self.sweep_at = (2 * self.comms.len()).max(MIN_SWEEP);
+    }
+
+    /// The agreement tree of a communicator of world ranks `world_of`: bin/bin when its
+    /// members span several nodes with more than one member on some node, binary otherwise.
+    fn tree_for(node_of: &[u32], world_of: &[u32]) -> Tree {
         let nodes: Vec<u32> =
-            world_of.iter().map(|&w| self.opts.node_of.get(w as usize).copied().unwrap_or(0)).collect();
+            world_of.iter().map(|&w| node_of.get(w as usize).copied().unwrap_or(0)).collect();
         let mut distinct = nodes.clone();
         distinct.sort_unstable();
         distinct.dedup();
@@ -456,7 +488,7 @@ impl Glue {
             None => false,
         };
         if !live {
-            self.comms.remove(&ctx);
+            self.forget(ctx);
             return if ctx >= e.next_ctx() { Ok(false) } else { Err(()) };
         }
         if self.comms[&ctx].epoch != epoch {
@@ -518,7 +550,7 @@ impl Glue {
                 Some(r) if r.fits(ctx, info, e) => r.inst,
                 r => {
                     *ready = r;
-                    new_agree_instance(e, info, opts.agree, spare)
+                    new_agree_instance(e, info, opts, spare)
                 }
             })
         } else {
@@ -581,7 +613,7 @@ impl Glue {
         if let Some(old) = ready.take() {
             spare.push(old.inst);
         }
-        let inst = new_agree_instance(e, info, opts.agree, spare);
+        let inst = new_agree_instance(e, info, opts, spare);
         *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
     }
 
@@ -732,22 +764,23 @@ impl Glue {
 fn new_agree_instance(
     e: &Ext,
     info: &CommInfo,
-    path: AgreePath,
+    opts: &FtOptions,
     spare: &mut Vec<Box<AgreeInstance>>,
 ) -> Box<AgreeInstance> {
     let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
-    let fast = path == AgreePath::Fast;
+    let fast = opts.agree == AgreePath::Fast;
+    let tree = info.tree.get_or_init(|| Glue::tree_for(&opts.node_of, &info.world_of));
     match spare.pop() {
         Some(mut b) => {
-            b.era.reset(info.tree.clone(), info.rank, &failed, fast);
+            b.era.reset(tree.clone(), info.rank, &failed, fast);
             b.local = None;
             b
         }
         None => {
             let era = if fast {
-                Era::new_fast(info.tree.clone(), info.rank, &failed)
+                Era::new_fast(tree.clone(), info.rank, &failed)
             } else {
-                Era::new(info.tree.clone(), info.rank, &failed)
+                Era::new(tree.clone(), info.rank, &failed)
             };
             Box::new(AgreeInstance { era, local: None })
         }
