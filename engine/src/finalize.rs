@@ -19,7 +19,7 @@ impl Engine {
     /// behind our data (per-peer FIFO), and we wait until each has confirmed it — with an
     /// acknowledgement or a goodbye of its own — or is known failed. A transport may still
     /// hold data it has accepted (libfabric's manual progress), so without this wait a fast
-    /// rank could exit before its last messages left. Bounded by [`FINALIZE_WAIT`].
+    /// rank could exit before its last messages left. Bounded by `FINALIZE_WAIT` (10 s).
     pub fn finalize(&mut self) {
         let deadline = Instant::now() + FINALIZE_WAIT;
         let hdr = Header { class: class::BYE, ..Header::default() };

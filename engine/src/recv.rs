@@ -30,7 +30,7 @@ fn pooled_copy(pool: &mut Vec<Vec<u8>>, payload: &[u8]) -> Vec<u8> {
 }
 
 impl Engine {
-    /// Blocking receive into `buf` from `src` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]).
+    /// Blocking receive into `buf` from `src` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`](crate::ANY_TAG)).
     pub fn recv(&mut self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> Result<Status> {
         // SAFETY: `buf` is borrowed mutably for the whole call and the request is waited for
         // (or found complete) before returning.
