@@ -211,7 +211,11 @@ fn revoke(w: &Weft, c: &Comm, me: u32, n: u32) {
 }
 
 /// A kill during the revoke's propagation: the revoker's neighbour dies at once.
-fn kill_revoke(w: &Weft, c: &Comm, me: u32, n: u32) {
+fn kill_revoke(w: &Weft, world: &Comm, me: u32, n: u32) {
+    // Revoke a duplicate, not the communicator of the initial barrier: a rank that left that
+    // barrier early could otherwise revoke it under a rank still inside (whose barrier then
+    // rightly fails with Revoked).
+    let c = &ok("dup", world.dup());
     if me == 1 {
         ok("revoke", c.revoke());
         w.progress();
