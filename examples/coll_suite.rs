@@ -16,7 +16,8 @@
 use weft::coll::{Alg, DoubleInt, Kind, Op};
 use weft::{Comm, EngineError, Error};
 
-type R<T> = Result<T, Error>;
+/// Result of a suite step (the first error ends the run).
+type SuiteResult<T> = Result<T, Error>;
 
 fn check(ok: bool, what: impl FnOnce() -> String) {
     if !ok {
@@ -41,7 +42,7 @@ fn displs(c: &[usize]) -> Vec<usize> {
     d
 }
 
-fn one(w: &Comm, kind: Kind, k: usize, root: u32) -> R<()> {
+fn one(w: &Comm, kind: Kind, k: usize, root: u32) -> SuiteResult<()> {
     let (me, n) = (w.rank(), w.size());
     let nu = n as usize;
     let tag = || format!("{} count {k} root {root} rank {me}/{n}", kind.name());
@@ -162,7 +163,7 @@ fn one(w: &Comm, kind: Kind, k: usize, root: u32) -> R<()> {
     Ok(())
 }
 
-fn all(w: &Comm) -> R<()> {
+fn all(w: &Comm) -> SuiteResult<()> {
     let n = w.size();
     let mut runs = 0;
     for kind in Kind::ALL {
@@ -200,15 +201,15 @@ fn weft_coll_valid(k: Kind) -> Vec<Alg> {
     Alg::ALL.into_iter().filter(|a| weft::coll::Overrides::default().set(k, a.name()).is_ok()).collect()
 }
 
-fn overlap(wf: &weft::Weft, w: &Comm) -> R<()> {
-    let comms: Vec<Comm> = (0..3).map(|_| w.dup()).collect::<R<_>>()?;
+fn overlap(wf: &weft::Weft, w: &Comm) -> SuiteResult<()> {
+    let comms: Vec<Comm> = (0..3).map(|_| w.dup()).collect::<SuiteResult<_>>()?;
     let (me, n) = (w.rank() as i64, w.size() as i64);
     let a: Vec<i64> = (0..5).map(|i| me + i).collect();
     let b: Vec<i64> = (0..4000).map(|i| me * i).collect();
     let c = [me as u32];
     let (mut ra, mut rb, mut rc) = (vec![0i64; 5], vec![0i64; 4000], vec![0u32; n as usize]);
     let mut bc: Vec<u8> = if me == 1 % n { vec![9; 100] } else { vec![0; 100] };
-    wf.scope(|s| -> R<()> {
+    wf.scope(|s| -> SuiteResult<()> {
         let mut reqs = vec![
             comms[0].iallreduce(s, &a, &mut ra, Op::Sum)?,
             comms[1].iallreduce(s, &b, &mut rb, Op::Max)?,
@@ -261,7 +262,7 @@ fn is_mismatch(e: &Error) -> bool {
     matches!(e.engine(), Some(EngineError::InvalidArg(m)) if m.contains("mismatch"))
 }
 
-fn errors(w: &Comm) -> R<()> {
+fn errors(w: &Comm) -> SuiteResult<()> {
     let (me, n) = (w.rank(), w.size());
     let mut b = [0u8; 4];
     let e = w.bcast(&mut b, n + 3).unwrap_err();
@@ -309,7 +310,7 @@ fn errors(w: &Comm) -> R<()> {
     Ok(())
 }
 
-fn counter(wf: &weft::Weft, w: &Comm) -> R<()> {
+fn counter(wf: &weft::Weft, w: &Comm) -> SuiteResult<()> {
     let ofi = |wf: &weft::Weft| -> u64 {
         wf.messages_by_transport().iter().filter(|(t, _)| *t == "ofi").map(|x| x.1).sum()
     };
@@ -336,7 +337,7 @@ fn counter(wf: &weft::Weft, w: &Comm) -> R<()> {
 /// OSU-method latency (same as `benches/peers/osu_coll.c`): allreduce (f32 sum), barrier
 /// (the collectives engine's), bcast; per-rank average over `iters`, averaged over ranks,
 /// median of 5 repetitions; rank 0 prints `bench,size,weft,us,us`.
-fn lat(w: &Comm) -> R<()> {
+fn lat(w: &Comm) -> SuiteResult<()> {
     let iters = 10000;
     let (s, mut r) = (vec![1.0f32; 2], vec![0.0f32; 2]);
     let mut b = [0u8; 8];
@@ -376,7 +377,7 @@ fn lat(w: &Comm) -> R<()> {
 }
 
 /// `icount BENCH ITERS`: see the module documentation.
-fn icount(w: &Comm) -> R<()> {
+fn icount(w: &Comm) -> SuiteResult<()> {
     let mut args = std::env::args().skip(2);
     let bench = args.next().unwrap_or_else(|| "allreduce".into());
     let iters: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(1000);

@@ -183,7 +183,8 @@ impl From<EngineError> for Fail {
     }
 }
 
-type R<T> = Result<T, Fail>;
+/// Result of a C call's body: the value, or the failure to report as a code.
+type CallResult<T> = Result<T, Fail>;
 
 /// The instance of this thread, the completions `weft_testall` took but has not reported, and
 /// the user-defined reduction operations.
@@ -204,7 +205,7 @@ fn set_last_error(msg: &str) {
 }
 
 /// Run `f` with panics caught; turn its result into a code and record the message.
-fn guard(f: impl FnOnce() -> R<()>) -> c_int {
+fn guard(f: impl FnOnce() -> CallResult<()>) -> c_int {
     let fail = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => return WEFT_SUCCESS as c_int,
         Ok(Err(fail)) => fail,
@@ -226,7 +227,7 @@ fn not_initialized() -> Fail {
 }
 
 /// Run `f` with this thread's instance.
-fn with_state<T>(f: impl FnOnce(&mut State) -> R<T>) -> R<T> {
+fn with_state<T>(f: impl FnOnce(&mut State) -> CallResult<T>) -> CallResult<T> {
     STATE.with(|s| match s.try_borrow_mut() {
         Ok(mut g) => g.as_mut().map_or_else(|| Err(not_initialized()), f),
         Err(_) => Err(Fail::new(WEFT_ERR_INTERNAL, "internal error: re-entrant weft call")),
@@ -237,7 +238,7 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> R<T>) -> R<T> {
 type Done = HashMap<u64, Result<Status, EngineError>>;
 
 /// Run `f` with the operations core and the table of reported-later completions.
-fn with_core<T>(f: impl FnOnce(&OpsCore, &mut Done) -> R<T>) -> R<T> {
+fn with_core<T>(f: impl FnOnce(&OpsCore, &mut Done) -> CallResult<T>) -> CallResult<T> {
     with_state(|s| f(s.weft.core(), &mut s.done))
 }
 
@@ -245,7 +246,7 @@ fn with_core<T>(f: impl FnOnce(&OpsCore, &mut Done) -> R<T>) -> R<T> {
 ///
 /// # Safety
 /// `p` must be NULL or valid for a write of `T`.
-unsafe fn put<T>(p: *mut T, v: T, what: &str) -> R<()> {
+unsafe fn put<T>(p: *mut T, v: T, what: &str) -> CallResult<()> {
     if p.is_null() {
         return Err(Fail::null(what));
     }
@@ -270,7 +271,7 @@ unsafe fn put_status(p: *mut weft_status, st: weft_status) {
 /// # Safety
 /// If `n > 0` and `p` is non-NULL, `p` must be valid for reads and writes of `n` elements,
 /// not aliased for the call.
-unsafe fn array<'a, T>(p: *mut T, n: usize, what: &str) -> R<&'a mut [T]> {
+unsafe fn array<'a, T>(p: *mut T, n: usize, what: &str) -> CallResult<&'a mut [T]> {
     if n == 0 {
         return Ok(&mut []);
     }
@@ -289,7 +290,7 @@ fn null_buf(what: &str, len: usize) -> Fail {
 ///
 /// # Safety
 /// If `len > 0` and `p` is non-NULL, `p` must be valid for reads of `len` bytes.
-unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> R<&'a [u8]> {
+unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> CallResult<&'a [u8]> {
     match (len, p.is_null()) {
         (0, _) => Ok(&[]),
         (_, true) => Err(null_buf(what, len)),
@@ -303,7 +304,7 @@ unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> R<&'a [u8]> {
 /// # Safety
 /// If `len > 0` and `p` is non-NULL, `p` must be valid for writes of `len` bytes, not aliased
 /// for the call.
-unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &str) -> R<&'a mut [u8]> {
+unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &str) -> CallResult<&'a mut [u8]> {
     match (len, p.is_null()) {
         (0, _) => Ok(&mut []),
         (_, true) => Err(null_buf(what, len)),
@@ -354,7 +355,11 @@ fn finish(
 ///
 /// # Safety
 /// `req` must be valid for writes; `st` NULL or valid for writes.
-unsafe fn report(r: Result<Status, EngineError>, req: *mut weft_request, st: *mut weft_status) -> R<()> {
+unsafe fn report(
+    r: Result<Status, EngineError>,
+    req: *mut weft_request,
+    st: *mut weft_status,
+) -> CallResult<()> {
     // SAFETY: forwarded contract.
     unsafe { put_status(st, status_of(&r)) };
     if !matches!(r, Err(EngineError::ProcFailedPending | EngineError::InvalidRequest)) {
@@ -741,7 +746,7 @@ pub unsafe extern "C" fn weft_waitall(n: usize, reqs: *mut weft_request, sts: *m
 ///
 /// # Safety
 /// `sts` must be NULL or valid for `reqs.len()` writes.
-unsafe fn wait_all(reqs: &mut [weft_request], sts: *mut weft_status) -> R<()> {
+unsafe fn wait_all(reqs: &mut [weft_request], sts: *mut weft_status) -> CallResult<()> {
     let mut first = Ok(());
     for (i, req) in reqs.iter_mut().enumerate() {
         let st = if sts.is_null() { sts } else { sts.wrapping_add(i) };

@@ -33,7 +33,7 @@ use std::ffi::{c_int, c_void};
 use weft_coll::{DType, Kind, Op, Spec};
 
 use super::weft_error::{WEFT_ERR_DATATYPE, WEFT_ERR_OP};
-use super::{comm, guard, put, weft_comm, weft_request, with_state, Fail, R};
+use super::{comm, guard, put, weft_comm, weft_request, with_state, CallResult, Fail};
 use crate::EngineError;
 
 // ------------------------------------------------------------------------------- datatypes
@@ -103,7 +103,7 @@ const _: () = {
 };
 
 /// The datatype of a C value.
-fn dtype(dt: c_int) -> R<(weft_datatype, DType)> {
+fn dtype(dt: c_int) -> CallResult<(weft_datatype, DType)> {
     DTYPES.iter().copied().find(|&(c, _)| c as c_int == dt).ok_or_else(|| {
         Fail::new(WEFT_ERR_DATATYPE, format!("invalid datatype {dt}: not a weft_datatype value"))
     })
@@ -194,7 +194,7 @@ impl Ops {
         h
     }
 
-    fn free(&mut self, h: weft_op) -> R<()> {
+    fn free(&mut self, h: weft_op) -> CallResult<()> {
         match h {
             WEFT_OP_NULL => Err(op_error("invalid operation: WEFT_OP_NULL cannot be freed".into())),
             WEFT_OP_SUM..=WEFT_OP_MAXLOC => {
@@ -205,7 +205,7 @@ impl Ops {
     }
 
     /// The operation `h` over `dt`, checked to apply to it.
-    fn get(&mut self, h: weft_op, (cdt, dt): (weft_datatype, DType)) -> R<Op> {
+    fn get(&mut self, h: weft_op, (cdt, dt): (weft_datatype, DType)) -> CallResult<Op> {
         let op = match h {
             WEFT_OP_NULL => return Err(op_error("invalid operation: WEFT_OP_NULL".into())),
             WEFT_OP_SUM..=WEFT_OP_MAXLOC => Op::BUILTIN[h as usize - 1].clone(),
@@ -327,7 +327,7 @@ impl Call {
 ///
 /// # Safety
 /// `p` must be NULL or valid for reads of `n` elements for the call.
-unsafe fn counts<'a>(p: *const usize, n: usize, what: &str) -> R<&'a [usize]> {
+unsafe fn counts<'a>(p: *const usize, n: usize, what: &str) -> CallResult<&'a [usize]> {
     if p.is_null() {
         return Err(Fail::null(what));
     }
@@ -343,7 +343,7 @@ unsafe fn counts<'a>(p: *const usize, n: usize, what: &str) -> R<&'a [usize]> {
 /// # Safety
 /// The buffers and count arrays of `call` must be valid as the calling function documents;
 /// `req`, if given, NULL or valid for writes.
-unsafe fn collective(c: weft_comm, call: Call, req: Option<*mut weft_request>) -> R<()> {
+unsafe fn collective(c: weft_comm, call: Call, req: Option<*mut weft_request>) -> CallResult<()> {
     if req.is_some_and(|r| r.is_null()) {
         return Err(Fail::null("req"));
     }
