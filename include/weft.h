@@ -442,10 +442,13 @@ int weft_ibarrier(weft_comm c, weft_request *req);
 // `buf` must be valid for reads (at the root) or writes (elsewhere) of `count` elements.
 int weft_bcast(void *buf, size_t count, int dtype, int root, weft_comm c);
 
-// Non-blocking [`weft_bcast`]; `*req` = its request.
+// Non-blocking [`weft_bcast`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_bcast`, with `buf` valid until the request completes; `req` NULL or valid.
+// As `weft_bcast`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_ibcast(void *buf, size_t count, int dtype, int root, weft_comm c, weft_request *req);
 
 // Reduce `count` elements of `send` from every rank with `op` into `recv` at `root` (`recv`
@@ -456,10 +459,13 @@ int weft_ibcast(void *buf, size_t count, int dtype, int root, weft_comm c, weft_
 // `count` elements.
 int weft_reduce(const void *send, void *recv, size_t count, int dtype, weft_op op, int root, weft_comm c);
 
-// Non-blocking [`weft_reduce`].
+// Non-blocking [`weft_reduce`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_reduce`, with the buffers valid until the request completes; `req` NULL or valid.
+// As `weft_reduce`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_ireduce(const void *send, void *recv, size_t count, int dtype, weft_op op, int root, weft_comm c, weft_request *req);
 
 // Reduce `count` elements of `send` from every rank with `op` into `recv` at every rank.
@@ -469,11 +475,13 @@ int weft_ireduce(const void *send, void *recv, size_t count, int dtype, weft_op 
 // `send` must be valid for reads and `recv` for writes of `count` elements.
 int weft_allreduce(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
 
-// Non-blocking [`weft_allreduce`] (also in place).
+// Non-blocking [`weft_allreduce`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_allreduce`, with the buffers valid until the request completes; `req` NULL or
-// valid.
+// As `weft_allreduce`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iallreduce(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
 
 // Gather `count` elements of `send` from every rank into `recv` at `root`, rank `i`'s at
@@ -484,10 +492,13 @@ int weft_iallreduce(const void *send, void *recv, size_t count, int dtype, weft_
 // size × `count` elements.
 int weft_gather(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c);
 
-// Non-blocking [`weft_gather`].
+// Non-blocking [`weft_gather`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_gather`, with the buffers valid until the request completes; `req` NULL or valid.
+// As `weft_gather`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_igather(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c, weft_request *req);
 
 // Gather with per-rank counts: rank `i` sends `sendcount` elements, which land at
@@ -499,10 +510,13 @@ int weft_igather(const void *send, void *recv, size_t count, int dtype, int root
 // `displs` for reads of size entries and `recv` for writes of every block.
 int weft_gatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, int root, weft_comm c);
 
-// Non-blocking [`weft_gatherv`] (`recvcounts` and `displs` are read during this call only).
+// Non-blocking [`weft_gatherv`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_gatherv`, with the buffers valid until the request completes; `req` NULL or valid.
+// As `weft_gatherv`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_igatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, int root, weft_comm c, weft_request *req);
 
 // Scatter: rank `i` receives `count` elements from `send + i * count` at `root` (`send`
@@ -513,10 +527,13 @@ int weft_igatherv(const void *send, size_t sendcount, void *recv, const size_t *
 // of `count` elements.
 int weft_scatter(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c);
 
-// Non-blocking [`weft_scatter`].
+// Non-blocking [`weft_scatter`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_scatter`, with the buffers valid until the request completes; `req` NULL or valid.
+// As `weft_scatter`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iscatter(const void *send, void *recv, size_t count, int dtype, int root, weft_comm c, weft_request *req);
 
 // Scatter with per-rank counts: rank `i` receives `sendcounts[i]` elements from
@@ -528,11 +545,13 @@ int weft_iscatter(const void *send, void *recv, size_t count, int dtype, int roo
 // for reads of every block; `recv` for writes of `recvcount` elements.
 int weft_scatterv(const void *send, const size_t *sendcounts, const size_t *displs, void *recv, size_t recvcount, int dtype, int root, weft_comm c);
 
-// Non-blocking [`weft_scatterv`] (`sendcounts` and `displs` are read during this call only).
+// Non-blocking [`weft_scatterv`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_scatterv`, with the buffers valid until the request completes; `req` NULL or
-// valid.
+// As `weft_scatterv`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iscatterv(const void *send, const size_t *sendcounts, const size_t *displs, void *recv, size_t recvcount, int dtype, int root, weft_comm c, weft_request *req);
 
 // Allgather: every rank receives rank `i`'s `count` elements at `recv + i * count`.
@@ -541,11 +560,13 @@ int weft_iscatterv(const void *send, const size_t *sendcounts, const size_t *dis
 // `send` must be valid for reads of `count` elements, `recv` for writes of size × `count`.
 int weft_allgather(const void *send, void *recv, size_t count, int dtype, weft_comm c);
 
-// Non-blocking [`weft_allgather`].
+// Non-blocking [`weft_allgather`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_allgather`, with the buffers valid until the request completes; `req` NULL or
-// valid.
+// As `weft_allgather`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iallgather(const void *send, void *recv, size_t count, int dtype, weft_comm c, weft_request *req);
 
 // Allgather with per-rank counts: rank `i`'s `recvcounts[i]` elements land at
@@ -556,11 +577,13 @@ int weft_iallgather(const void *send, void *recv, size_t count, int dtype, weft_
 // reads of size entries, `recv` for writes of every block.
 int weft_allgatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, weft_comm c);
 
-// Non-blocking [`weft_allgatherv`] (the count arrays are read during this call only).
+// Non-blocking [`weft_allgatherv`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_allgatherv`, with the buffers valid until the request completes; `req` NULL or
-// valid.
+// As `weft_allgatherv`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iallgatherv(const void *send, size_t sendcount, void *recv, const size_t *recvcounts, const size_t *displs, int dtype, weft_comm c, weft_request *req);
 
 // All-to-all: block `i` of `send` (`count` elements at `i * count`) goes to rank `i`; block
@@ -570,11 +593,13 @@ int weft_iallgatherv(const void *send, size_t sendcount, void *recv, const size_
 // `send` must be valid for reads and `recv` for writes of size × `count` elements.
 int weft_alltoall(const void *send, void *recv, size_t count, int dtype, weft_comm c);
 
-// Non-blocking [`weft_alltoall`].
+// Non-blocking [`weft_alltoall`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_alltoall`, with the buffers valid until the request completes; `req` NULL or
-// valid.
+// As `weft_alltoall`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_ialltoall(const void *send, void *recv, size_t count, int dtype, weft_comm c, weft_request *req);
 
 // All-to-all with per-rank counts: `sendcounts[i]` elements at `send + sdispls[i]` go to rank
@@ -585,11 +610,13 @@ int weft_ialltoall(const void *send, void *recv, size_t count, int dtype, weft_c
 // writes of every block.
 int weft_alltoallv(const void *send, const size_t *sendcounts, const size_t *sdispls, void *recv, const size_t *recvcounts, const size_t *rdispls, int dtype, weft_comm c);
 
-// Non-blocking [`weft_alltoallv`] (the count arrays are read during this call only).
+// Non-blocking [`weft_alltoallv`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_alltoallv`, with the buffers valid until the request completes; `req` NULL or
-// valid.
+// As `weft_alltoallv`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_ialltoallv(const void *send, const size_t *sendcounts, const size_t *sdispls, void *recv, const size_t *recvcounts, const size_t *rdispls, int dtype, weft_comm c, weft_request *req);
 
 // Reduce-scatter: `send` holds Σ `recvcounts` elements; rank `i` receives in `recv` the
@@ -600,11 +627,13 @@ int weft_ialltoallv(const void *send, const size_t *sendcounts, const size_t *sd
 // `recv` for writes of `recvcounts[rank]` elements.
 int weft_reduce_scatter(const void *send, void *recv, const size_t *recvcounts, int dtype, weft_op op, weft_comm c);
 
-// Non-blocking [`weft_reduce_scatter`] (`recvcounts` is read during this call only).
+// Non-blocking [`weft_reduce_scatter`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_reduce_scatter`, with the buffers valid until the request completes; `req` NULL
-// or valid.
+// As `weft_reduce_scatter`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_ireduce_scatter(const void *send, void *recv, const size_t *recvcounts, int dtype, weft_op op, weft_comm c, weft_request *req);
 
 // Reduce-scatter with equal blocks: `send` holds size × `count` elements; rank `i` receives
@@ -614,11 +643,13 @@ int weft_ireduce_scatter(const void *send, void *recv, const size_t *recvcounts,
 // `send` must be valid for reads of size × `count` elements, `recv` for writes of `count`.
 int weft_reduce_scatter_block(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
 
-// Non-blocking [`weft_reduce_scatter_block`].
+// Non-blocking [`weft_reduce_scatter_block`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_reduce_scatter_block`, with the buffers valid until the request completes; `req`
-// NULL or valid.
+// As `weft_reduce_scatter_block`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_ireduce_scatter_block(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
 
 // Inclusive prefix reduction: rank `r` receives the reduction of ranks 0..=r's `send`, in
@@ -628,10 +659,13 @@ int weft_ireduce_scatter_block(const void *send, void *recv, size_t count, int d
 // `send` must be valid for reads and `recv` for writes of `count` elements.
 int weft_scan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
 
-// Non-blocking [`weft_scan`].
+// Non-blocking [`weft_scan`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_scan`, with the buffers valid until the request completes; `req` NULL or valid.
+// As `weft_scan`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iscan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
 
 // Exclusive prefix reduction: rank `r` > 0 receives the reduction of ranks 0..r's `send`;
@@ -641,10 +675,13 @@ int weft_iscan(const void *send, void *recv, size_t count, int dtype, weft_op op
 // `send` must be valid for reads and `recv` for writes of `count` elements.
 int weft_exscan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c);
 
-// Non-blocking [`weft_exscan`].
+// Non-blocking [`weft_exscan`]: `*req` = its request, completed
+// (`weft_wait`, `weft_test`, ...) when the collective is over.
 //
 // # Safety
-// As `weft_exscan`, with the buffers valid until the request completes; `req` NULL or valid.
+// As `weft_exscan`, with the buffers valid and unused until the request
+// completes (count and displacement arrays are read during this call only); `req` NULL
+// or valid for writes.
 int weft_iexscan(const void *send, void *recv, size_t count, int dtype, weft_op op, weft_comm c, weft_request *req);
 
 #ifdef __cplusplus

@@ -29,10 +29,60 @@ fn generate_header() -> String {
         .with_src(root().join("src/capi.rs"))
         .with_src(root().join("src/capi/ft.rs")) // FT section of the C ABI
         .with_src(root().join("src/capi/coll.rs")) // collectives section
+        .with_src(expand_c_collectives()) // its `c_collectives!` table, which cbindgen skips
         .generate()
         .expect("cbindgen failed on src/capi.rs")
         .write(&mut out);
     String::from_utf8(out).expect("header is UTF-8")
+}
+
+/// The functions that `c_collectives!` in `src/capi/coll.rs` generates, written out as
+/// cbindgen reads them (cbindgen does not expand macros): each entry
+/// `name / iname (params) => (comm, call);` with its doc comment becomes `name(params)` with
+/// that doc and `iname(params, req)` with the doc the macro gives it. Returns the file's path.
+fn expand_c_collectives() -> PathBuf {
+    let src = std::fs::read_to_string(root().join("src/capi/coll.rs")).expect("read src/capi/coll.rs");
+    let table = src.split("\nc_collectives! {\n").nth(1).expect("a c_collectives! table");
+    let table = &table[..table.find("\n}\n").expect("the end of the table")];
+    let mut out = String::from("use std::ffi::{c_int, c_void};\n");
+    let mut doc = String::new();
+    let mut entry = String::new();
+    for line in table.lines().map(str::trim) {
+        if let Some(d) = line.strip_prefix("///") {
+            doc.push_str(&format!("///{d}\n"));
+            continue;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        entry.push_str(line);
+        entry.push(' ');
+        if !line.ends_with(';') {
+            continue;
+        }
+        let (head, _) = entry.split_once("=>").expect("`=>` in a c_collectives! entry");
+        let (names, params) = head.split_once('(').expect("parameters");
+        let (name, iname) = names.split_once('/').expect("`name / iname`");
+        let (name, iname) = (name.trim(), iname.trim());
+        let params = params.trim().trim_end_matches(')').trim();
+        out.push_str(&format!(
+            "{doc}#[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> c_int {{ 0 }}\n"
+        ));
+        out.push_str(&format!(
+            "/// Non-blocking [`{name}`]: `*req` = its request, completed\n\
+             /// (`weft_wait`, `weft_test`, ...) when the collective is over.\n///\n/// # Safety\n\
+             /// As `{name}`, with the buffers valid and unused until the request\n\
+             /// completes (count and displacement arrays are read during this call only); `req` NULL\n\
+             /// or valid for writes.\n\
+             #[no_mangle]\npub unsafe extern \"C\" fn {iname}({params}, req: *mut weft_request) -> c_int {{ 0 }}\n"
+        ));
+        doc.clear();
+        entry.clear();
+    }
+    assert!(out.matches("extern \"C\"").count() >= 30, "c_collectives! table not understood:\n{out}");
+    let path = out_dir().join("c_collectives_expanded.rs");
+    std::fs::write(&path, out).expect("write the expanded table");
+    path
 }
 
 #[test]

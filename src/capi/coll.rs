@@ -415,602 +415,166 @@ pub unsafe extern "C" fn weft_ibarrier(c: weft_comm, req: *mut weft_request) -> 
     guard(|| unsafe { collective(c, call, Some(req)) })
 }
 
-/// Broadcast `count` elements of `buf` from `root` to every rank of `c`.
-///
-/// # Safety
-/// `buf` must be valid for reads (at the root) or writes (elsewhere) of `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_bcast(
-    buf: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Bcast, std::ptr::null(), buf, count, dtype).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
+/// Generate a blocking collective and its non-blocking twin (one more parameter, `req`) from
+/// one description: `name / iname (parameters) => (communicator, call)`, where `call` is the
+/// [`Call`] as C passed it. The header generator (`tests/capi.rs`) reads the same table.
+macro_rules! c_collectives {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident / $iname:ident ($($p:ident: $t:ty),*) => ($c:ident, $call:expr);
+    )*) => { $(
+        $(#[doc = $doc])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($p: $t),*) -> c_int {
+            let call = $call;
+            // SAFETY: the caller's contract (this function's `# Safety`).
+            guard(|| unsafe { collective($c, call, None) })
+        }
+
+        #[doc = concat!(" Non-blocking [`", stringify!($name), "`]: `*req` = its request, completed")]
+        #[doc = " (`weft_wait`, `weft_test`, ...) when the collective is over."]
+        #[doc = ""]
+        #[doc = " # Safety"]
+        #[doc = concat!(" As `", stringify!($name), "`, with the buffers valid and unused until the request")]
+        #[doc = " completes (count and displacement arrays are read during this call only); `req` NULL"]
+        #[doc = " or valid for writes."]
+        #[no_mangle]
+        pub unsafe extern "C" fn $iname($($p: $t,)* req: *mut weft_request) -> c_int {
+            let call = $call;
+            // SAFETY: the caller's contract (`# Safety` above).
+            guard(|| unsafe { collective($c, call, Some(req)) })
+        }
+    )* };
 }
 
-/// Non-blocking [`weft_bcast`]; `*req` = its request.
-///
-/// # Safety
-/// As `weft_bcast`, with `buf` valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_ibcast(
-    buf: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Bcast, std::ptr::null(), buf, count, dtype).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+c_collectives! {
+    /// Broadcast `count` elements of `buf` from `root` to every rank of `c`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads (at the root) or writes (elsewhere) of `count` elements.
+    weft_bcast / weft_ibcast (buf: *mut c_void, count: usize, dtype: c_int, root: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Bcast, std::ptr::null(), buf, count, dtype).root(root));
 
-/// Reduce `count` elements of `send` from every rank with `op` into `recv` at `root` (`recv`
-/// is not used elsewhere and may be NULL there).
-///
-/// # Safety
-/// `send` must be valid for reads of `count` elements; `recv` (at the root) for writes of
-/// `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_reduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    root: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Reduce, send, recv, count, dtype).op(op).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// Reduce `count` elements of `send` from every rank with `op` into `recv` at `root` (`recv`
+    /// is not used elsewhere and may be NULL there).
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `count` elements; `recv` (at the root) for writes of
+    /// `count` elements.
+    weft_reduce / weft_ireduce (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: weft_op, root: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Reduce, send, recv, count, dtype).op(op).root(root));
 
-/// Non-blocking [`weft_reduce`].
-///
-/// # Safety
-/// As `weft_reduce`, with the buffers valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_ireduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    root: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Reduce, send, recv, count, dtype).op(op).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+    /// Reduce `count` elements of `send` from every rank with `op` into `recv` at every rank.
+    /// `send == recv` works in place (the buffer holds the contribution, then the result).
+    ///
+    /// # Safety
+    /// `send` must be valid for reads and `recv` for writes of `count` elements.
+    weft_allreduce / weft_iallreduce (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: weft_op, c: weft_comm)
+        => (c, Call::new(Kind::Allreduce, send, recv, count, dtype).op(op));
 
-/// Reduce `count` elements of `send` from every rank with `op` into `recv` at every rank.
-/// `send == recv` works in place (the buffer holds the contribution, then the result).
-///
-/// # Safety
-/// `send` must be valid for reads and `recv` for writes of `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_allreduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Allreduce, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// Gather `count` elements of `send` from every rank into `recv` at `root`, rank `i`'s at
+    /// element `i * count` (`recv` holds size × `count` elements; unused off the root).
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `count` elements; `recv` (at the root) for writes of
+    /// size × `count` elements.
+    weft_gather / weft_igather (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, root: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Gather, send, recv, count, dtype).root(root));
 
-/// Non-blocking [`weft_allreduce`] (also in place).
-///
-/// # Safety
-/// As `weft_allreduce`, with the buffers valid until the request completes; `req` NULL or
-/// valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iallreduce(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Allreduce, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+    /// Gather with per-rank counts: rank `i` sends `sendcount` elements, which land at
+    /// `recv + displs[i]` (elements) at the root, where `recvcounts[i]` must equal rank `i`'s
+    /// `sendcount`. `recvcounts`, `displs` and `recv` are read at the root only.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `sendcount` elements; at the root, `recvcounts` and
+    /// `displs` for reads of size entries and `recv` for writes of every block.
+    weft_gatherv / weft_igatherv (send: *const c_void, sendcount: usize, recv: *mut c_void, recvcounts: *const usize, displs: *const usize, dtype: c_int, root: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Gatherv, send, recv, sendcount, dtype).root(root).rv(recvcounts, displs));
 
-/// Gather `count` elements of `send` from every rank into `recv` at `root`, rank `i`'s at
-/// element `i * count` (`recv` holds size × `count` elements; unused off the root).
-///
-/// # Safety
-/// `send` must be valid for reads of `count` elements; `recv` (at the root) for writes of
-/// size × `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_gather(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Gather, send, recv, count, dtype).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// Scatter: rank `i` receives `count` elements from `send + i * count` at `root` (`send`
+    /// holds size × `count` elements; unused off the root).
+    ///
+    /// # Safety
+    /// `send` (at the root) must be valid for reads of size × `count` elements; `recv` for writes
+    /// of `count` elements.
+    weft_scatter / weft_iscatter (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, root: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Scatter, send, recv, count, dtype).root(root));
 
-/// Non-blocking [`weft_gather`].
-///
-/// # Safety
-/// As `weft_gather`, with the buffers valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_igather(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Gather, send, recv, count, dtype).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+    /// Scatter with per-rank counts: rank `i` receives `sendcounts[i]` elements from
+    /// `send + displs[i]` at the root into `recv` (`recvcount` elements, which must match).
+    /// `send`, `sendcounts` and `displs` are read at the root only.
+    ///
+    /// # Safety
+    /// At the root, `sendcounts` and `displs` must be valid for reads of size entries and `send`
+    /// for reads of every block; `recv` for writes of `recvcount` elements.
+    weft_scatterv / weft_iscatterv (send: *const c_void, sendcounts: *const usize, displs: *const usize, recv: *mut c_void, recvcount: usize, dtype: c_int, root: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Scatterv, send, recv, recvcount, dtype).root(root).sv(sendcounts, displs));
 
-/// Gather with per-rank counts: rank `i` sends `sendcount` elements, which land at
-/// `recv + displs[i]` (elements) at the root, where `recvcounts[i]` must equal rank `i`'s
-/// `sendcount`. `recvcounts`, `displs` and `recv` are read at the root only.
-///
-/// # Safety
-/// `send` must be valid for reads of `sendcount` elements; at the root, `recvcounts` and
-/// `displs` for reads of size entries and `recv` for writes of every block.
-#[no_mangle]
-pub unsafe extern "C" fn weft_gatherv(
-    send: *const c_void,
-    sendcount: usize,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    displs: *const usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Gatherv, send, recv, sendcount, dtype).root(root).rv(recvcounts, displs);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// Allgather: every rank receives rank `i`'s `count` elements at `recv + i * count`.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `count` elements, `recv` for writes of size × `count`.
+    weft_allgather / weft_iallgather (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Allgather, send, recv, count, dtype));
 
-/// Non-blocking [`weft_gatherv`] (`recvcounts` and `displs` are read during this call only).
-///
-/// # Safety
-/// As `weft_gatherv`, with the buffers valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_igatherv(
-    send: *const c_void,
-    sendcount: usize,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    displs: *const usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Gatherv, send, recv, sendcount, dtype).root(root).rv(recvcounts, displs);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+    /// Allgather with per-rank counts: rank `i`'s `recvcounts[i]` elements land at
+    /// `recv + displs[i]` at every rank; `sendcount` must equal `recvcounts[rank]`.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of `sendcount` elements, `recvcounts` and `displs` for
+    /// reads of size entries, `recv` for writes of every block.
+    weft_allgatherv / weft_iallgatherv (send: *const c_void, sendcount: usize, recv: *mut c_void, recvcounts: *const usize, displs: *const usize, dtype: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Allgatherv, send, recv, sendcount, dtype).rv(recvcounts, displs));
 
-/// Scatter: rank `i` receives `count` elements from `send + i * count` at `root` (`send`
-/// holds size × `count` elements; unused off the root).
-///
-/// # Safety
-/// `send` (at the root) must be valid for reads of size × `count` elements; `recv` for writes
-/// of `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_scatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Scatter, send, recv, count, dtype).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// All-to-all: block `i` of `send` (`count` elements at `i * count`) goes to rank `i`; block
+    /// `j` of `recv` comes from rank `j`.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads and `recv` for writes of size × `count` elements.
+    weft_alltoall / weft_ialltoall (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Alltoall, send, recv, count, dtype));
 
-/// Non-blocking [`weft_scatter`].
-///
-/// # Safety
-/// As `weft_scatter`, with the buffers valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iscatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Scatter, send, recv, count, dtype).root(root);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+    /// All-to-all with per-rank counts: `sendcounts[i]` elements at `send + sdispls[i]` go to rank
+    /// `i`; `recvcounts[j]` elements from rank `j` land at `recv + rdispls[j]` (elements).
+    ///
+    /// # Safety
+    /// The four arrays must be valid for reads of size entries; `send` for reads and `recv` for
+    /// writes of every block.
+    weft_alltoallv / weft_ialltoallv (send: *const c_void, sendcounts: *const usize, sdispls: *const usize, recv: *mut c_void, recvcounts: *const usize, rdispls: *const usize, dtype: c_int, c: weft_comm)
+        => (c, Call::new(Kind::Alltoallv, send, recv, 0, dtype).sv(sendcounts, sdispls).rv(recvcounts, rdispls));
 
-/// Scatter with per-rank counts: rank `i` receives `sendcounts[i]` elements from
-/// `send + displs[i]` at the root into `recv` (`recvcount` elements, which must match).
-/// `send`, `sendcounts` and `displs` are read at the root only.
-///
-/// # Safety
-/// At the root, `sendcounts` and `displs` must be valid for reads of size entries and `send`
-/// for reads of every block; `recv` for writes of `recvcount` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_scatterv(
-    send: *const c_void,
-    sendcounts: *const usize,
-    displs: *const usize,
-    recv: *mut c_void,
-    recvcount: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Scatterv, send, recv, recvcount, dtype).root(root).sv(sendcounts, displs);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// Reduce-scatter: `send` holds Σ `recvcounts` elements; rank `i` receives in `recv` the
+    /// reduction with `op` of block `i` (`recvcounts[i]` elements, blocks in rank order).
+    ///
+    /// # Safety
+    /// `recvcounts` must be valid for reads of size entries, `send` for reads of their sum and
+    /// `recv` for writes of `recvcounts[rank]` elements.
+    weft_reduce_scatter / weft_ireduce_scatter (send: *const c_void, recv: *mut c_void, recvcounts: *const usize, dtype: c_int, op: weft_op, c: weft_comm)
+        => (c, Call::new(Kind::ReduceScatter, send, recv, 0, dtype).op(op).rv(recvcounts, std::ptr::null()));
 
-/// Non-blocking [`weft_scatterv`] (`sendcounts` and `displs` are read during this call only).
-///
-/// # Safety
-/// As `weft_scatterv`, with the buffers valid until the request completes; `req` NULL or
-/// valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iscatterv(
-    send: *const c_void,
-    sendcounts: *const usize,
-    displs: *const usize,
-    recv: *mut c_void,
-    recvcount: usize,
-    dtype: c_int,
-    root: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Scatterv, send, recv, recvcount, dtype).root(root).sv(sendcounts, displs);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
+    /// Reduce-scatter with equal blocks: `send` holds size × `count` elements; rank `i` receives
+    /// the reduction of block `i` (`count` elements) in `recv`.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of size × `count` elements, `recv` for writes of `count`.
+    weft_reduce_scatter_block / weft_ireduce_scatter_block (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: weft_op, c: weft_comm)
+        => (c, Call::new(Kind::ReduceScatterBlock, send, recv, count, dtype).op(op));
 
-/// Allgather: every rank receives rank `i`'s `count` elements at `recv + i * count`.
-///
-/// # Safety
-/// `send` must be valid for reads of `count` elements, `recv` for writes of size × `count`.
-#[no_mangle]
-pub unsafe extern "C" fn weft_allgather(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Allgather, send, recv, count, dtype);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
+    /// Inclusive prefix reduction: rank `r` receives the reduction of ranks 0..=r's `send`, in
+    /// rank order.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads and `recv` for writes of `count` elements.
+    weft_scan / weft_iscan (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: weft_op, c: weft_comm)
+        => (c, Call::new(Kind::Scan, send, recv, count, dtype).op(op));
 
-/// Non-blocking [`weft_allgather`].
-///
-/// # Safety
-/// As `weft_allgather`, with the buffers valid until the request completes; `req` NULL or
-/// valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iallgather(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Allgather, send, recv, count, dtype);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// Allgather with per-rank counts: rank `i`'s `recvcounts[i]` elements land at
-/// `recv + displs[i]` at every rank; `sendcount` must equal `recvcounts[rank]`.
-///
-/// # Safety
-/// `send` must be valid for reads of `sendcount` elements, `recvcounts` and `displs` for
-/// reads of size entries, `recv` for writes of every block.
-#[no_mangle]
-pub unsafe extern "C" fn weft_allgatherv(
-    send: *const c_void,
-    sendcount: usize,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    displs: *const usize,
-    dtype: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Allgatherv, send, recv, sendcount, dtype).rv(recvcounts, displs);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_allgatherv`] (the count arrays are read during this call only).
-///
-/// # Safety
-/// As `weft_allgatherv`, with the buffers valid until the request completes; `req` NULL or
-/// valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iallgatherv(
-    send: *const c_void,
-    sendcount: usize,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    displs: *const usize,
-    dtype: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Allgatherv, send, recv, sendcount, dtype).rv(recvcounts, displs);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// All-to-all: block `i` of `send` (`count` elements at `i * count`) goes to rank `i`; block
-/// `j` of `recv` comes from rank `j`.
-///
-/// # Safety
-/// `send` must be valid for reads and `recv` for writes of size × `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_alltoall(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Alltoall, send, recv, count, dtype);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_alltoall`].
-///
-/// # Safety
-/// As `weft_alltoall`, with the buffers valid until the request completes; `req` NULL or
-/// valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_ialltoall(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Alltoall, send, recv, count, dtype);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// All-to-all with per-rank counts: `sendcounts[i]` elements at `send + sdispls[i]` go to rank
-/// `i`; `recvcounts[j]` elements from rank `j` land at `recv + rdispls[j]` (elements).
-///
-/// # Safety
-/// The four arrays must be valid for reads of size entries; `send` for reads and `recv` for
-/// writes of every block.
-#[no_mangle]
-pub unsafe extern "C" fn weft_alltoallv(
-    send: *const c_void,
-    sendcounts: *const usize,
-    sdispls: *const usize,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    rdispls: *const usize,
-    dtype: c_int,
-    c: weft_comm,
-) -> c_int {
-    let call =
-        Call::new(Kind::Alltoallv, send, recv, 0, dtype).sv(sendcounts, sdispls).rv(recvcounts, rdispls);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_alltoallv`] (the count arrays are read during this call only).
-///
-/// # Safety
-/// As `weft_alltoallv`, with the buffers valid until the request completes; `req` NULL or
-/// valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_ialltoallv(
-    send: *const c_void,
-    sendcounts: *const usize,
-    sdispls: *const usize,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    rdispls: *const usize,
-    dtype: c_int,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call =
-        Call::new(Kind::Alltoallv, send, recv, 0, dtype).sv(sendcounts, sdispls).rv(recvcounts, rdispls);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// Reduce-scatter: `send` holds Σ `recvcounts` elements; rank `i` receives in `recv` the
-/// reduction with `op` of block `i` (`recvcounts[i]` elements, blocks in rank order).
-///
-/// # Safety
-/// `recvcounts` must be valid for reads of size entries, `send` for reads of their sum and
-/// `recv` for writes of `recvcounts[rank]` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_reduce_scatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::ReduceScatter, send, recv, 0, dtype).op(op).rv(recvcounts, std::ptr::null());
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_reduce_scatter`] (`recvcounts` is read during this call only).
-///
-/// # Safety
-/// As `weft_reduce_scatter`, with the buffers valid until the request completes; `req` NULL
-/// or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_ireduce_scatter(
-    send: *const c_void,
-    recv: *mut c_void,
-    recvcounts: *const usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::ReduceScatter, send, recv, 0, dtype).op(op).rv(recvcounts, std::ptr::null());
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// Reduce-scatter with equal blocks: `send` holds size × `count` elements; rank `i` receives
-/// the reduction of block `i` (`count` elements) in `recv`.
-///
-/// # Safety
-/// `send` must be valid for reads of size × `count` elements, `recv` for writes of `count`.
-#[no_mangle]
-pub unsafe extern "C" fn weft_reduce_scatter_block(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::ReduceScatterBlock, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_reduce_scatter_block`].
-///
-/// # Safety
-/// As `weft_reduce_scatter_block`, with the buffers valid until the request completes; `req`
-/// NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_ireduce_scatter_block(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::ReduceScatterBlock, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// Inclusive prefix reduction: rank `r` receives the reduction of ranks 0..=r's `send`, in
-/// rank order.
-///
-/// # Safety
-/// `send` must be valid for reads and `recv` for writes of `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_scan(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Scan, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_scan`].
-///
-/// # Safety
-/// As `weft_scan`, with the buffers valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iscan(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Scan, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
-}
-
-/// Exclusive prefix reduction: rank `r` > 0 receives the reduction of ranks 0..r's `send`;
-/// rank 0's `recv` is left untouched (but must be valid).
-///
-/// # Safety
-/// `send` must be valid for reads and `recv` for writes of `count` elements.
-#[no_mangle]
-pub unsafe extern "C" fn weft_exscan(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-) -> c_int {
-    let call = Call::new(Kind::Exscan, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, None) })
-}
-
-/// Non-blocking [`weft_exscan`].
-///
-/// # Safety
-/// As `weft_exscan`, with the buffers valid until the request completes; `req` NULL or valid.
-#[no_mangle]
-pub unsafe extern "C" fn weft_iexscan(
-    send: *const c_void,
-    recv: *mut c_void,
-    count: usize,
-    dtype: c_int,
-    op: weft_op,
-    c: weft_comm,
-    req: *mut weft_request,
-) -> c_int {
-    let call = Call::new(Kind::Exscan, send, recv, count, dtype).op(op);
-    // SAFETY: the caller's contract.
-    guard(|| unsafe { collective(c, call, Some(req)) })
+    /// Exclusive prefix reduction: rank `r` > 0 receives the reduction of ranks 0..r's `send`;
+    /// rank 0's `recv` is left untouched (but must be valid).
+    ///
+    /// # Safety
+    /// `send` must be valid for reads and `recv` for writes of `count` elements.
+    weft_exscan / weft_iexscan (send: *const c_void, recv: *mut c_void, count: usize, dtype: c_int, op: weft_op, c: weft_comm)
+        => (c, Call::new(Kind::Exscan, send, recv, count, dtype).op(op));
 }
 
 #[cfg(test)]
