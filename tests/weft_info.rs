@@ -68,3 +68,33 @@ fn bad_setting_fails_naming_the_key() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("WEFT_EAGR_LIMIT"));
 }
+
+#[test]
+fn closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(WEFT_INFO)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn weft-info");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("piped")).read_line(&mut first).expect("read a line");
+    // The reader is gone now (as after `head -1`); weft-info must not panic on its next write.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("weft-info did not end after its reader left");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut err).expect("stderr");
+    assert!(first.starts_with("weft "), "{first}");
+    assert!(!err.contains("panicked"), "weft-info panicked on a closed pipe:\n{err}");
+    assert!(status.success() || status.signal() == Some(libc::SIGPIPE), "{status:?}\n{err}");
+}

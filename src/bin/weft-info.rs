@@ -8,6 +8,11 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // A closed pipe (`weft-info | head`) ends the program quietly, as it ends C tools, instead
+    // of making println! panic.
+    // SAFETY: restoring the default disposition of SIGPIPE at the start of main, before any
+    // thread exists, affects only this process.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     println!("weft {}", env!("CARGO_PKG_VERSION"));
     println!();
     println!("Build");
