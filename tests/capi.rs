@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use weft_testkit::job::{End, Supervisor};
 
+mod common;
+
 const RANKS: usize = 4;
 /// `weft-run --timeout`, seconds.
 const JOB_TIMEOUT: u32 = 30;
@@ -39,9 +41,29 @@ fn generate_header() -> String {
 /// The functions that `c_collectives!` in `src/capi/coll.rs` generates, written out as
 /// cbindgen reads them (cbindgen does not expand macros): each entry
 /// `name / iname (params) => (comm, call);` with its doc comment becomes `name(params)` with
-/// that doc and `iname(params, req)` with the doc the macro gives it. Returns the file's path.
+/// that doc and `iname(params, req)` with the doc the macro gives it, read from the macro's
+/// `#[doc = ...]` lines. Returns the file's path.
 fn expand_c_collectives() -> PathBuf {
     let src = std::fs::read_to_string(root().join("src/capi/coll.rs")).expect("read src/capi/coll.rs");
+    // The non-blocking twin's doc lines: string literals, or `concat!` of literals and
+    // `stringify!($name)`.
+    let rules = src.split("macro_rules! c_collectives {").nth(1).expect("the c_collectives! macro");
+    let rules = &rules[..rules.find("\n}\n").expect("the end of the macro")];
+    let twin_doc: Vec<&str> = rules
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("#[doc = ")?.strip_suffix(']'))
+        .filter(|d| *d != "$doc")
+        .collect();
+    assert!(twin_doc.len() >= 2, "no doc lines for the non-blocking twin in c_collectives!");
+    let doc_line = |expr: &str, name: &str| -> String {
+        let expr = expr.strip_prefix("concat!(").and_then(|e| e.strip_suffix(')')).unwrap_or(expr);
+        let parts: Vec<&str> = expr
+            .split("stringify!($name)")
+            .map(|p| p.trim().trim_matches(',').trim().trim_matches('"'))
+            .collect();
+        format!("///{}\n", parts.join(name))
+    };
     let table = src.split("\nc_collectives! {\n").nth(1).expect("a c_collectives! table");
     let table = &table[..table.find("\n}\n").expect("the end of the table")];
     let mut out = String::from("use std::ffi::{c_int, c_void};\n");
@@ -68,13 +90,9 @@ fn expand_c_collectives() -> PathBuf {
         out.push_str(&format!(
             "{doc}#[no_mangle]\npub unsafe extern \"C\" fn {name}({params}) -> c_int {{ 0 }}\n"
         ));
+        out.extend(twin_doc.iter().map(|d| doc_line(d, name)));
         out.push_str(&format!(
-            "/// Non-blocking [`{name}`]: `*req` = its request, completed\n\
-             /// (`weft_wait`, `weft_test`, ...) when the collective is over.\n///\n/// # Safety\n\
-             /// As `{name}`, with the buffers valid and unused until the request\n\
-             /// completes (count and displacement arrays are read during this call only); `req` NULL\n\
-             /// or valid for writes.\n\
-             #[no_mangle]\npub unsafe extern \"C\" fn {iname}({params}, req: *mut weft_request) -> c_int {{ 0 }}\n"
+            "#[no_mangle]\npub unsafe extern \"C\" fn {iname}({params}, req: *mut weft_request) -> c_int {{ 0 }}\n"
         ));
         doc.clear();
         entry.clear();
@@ -102,16 +120,10 @@ fn header_is_fresh() {
     );
 }
 
-/// Directory of this profile's artifacts (`target/<profile>`): this test runs from its `deps/`.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf()
-}
-
 fn cargo_build(args: &[&str]) {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(root()).arg("build").args(args);
-    if profile_dir().file_name().is_some_and(|n| n == "release") {
+    if common::target_dir().file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
     let st = cmd.status().expect("run cargo build");
@@ -125,7 +137,7 @@ fn artifacts() -> &'static (PathBuf, PathBuf) {
     A.get_or_init(|| {
         cargo_build(&["-p", "weft", "--lib"]);
         cargo_build(&["-p", "weft-pmix", "--bin", "weft-run"]);
-        let dir = profile_dir();
+        let dir = common::target_dir();
         assert!(dir.join("libweft.so").exists(), "no libweft.so in {}", dir.display());
         let run = dir.join("weft-run");
         assert!(run.exists(), "no weft-run in {}", dir.display());
@@ -141,24 +153,8 @@ fn out_dir() -> PathBuf {
 
 /// Compile one C program against the header and the cdylib.
 fn compile(src: &str) -> PathBuf {
-    let (lib, _) = artifacts();
-    let name = Path::new(src).file_stem().unwrap().to_str().unwrap();
-    let exe = out_dir().join(name);
-    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
-        .arg("-I")
-        .arg(root().join("include"))
-        .arg(root().join(src))
-        .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lweft")
-        .output()
-        .expect("run cc");
-    assert!(out.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    exe
+    artifacts();
+    common::compile_c(src)
 }
 
 /// Run `exe` under `weft-run -n RANKS`; returns (stdout, stderr) after asserting exit 0.

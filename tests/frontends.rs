@@ -6,35 +6,7 @@
 mod common;
 use common::*;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// The C program, compiled against `include/weft.h` and this profile's `libweft.so`.
-fn compile_c() -> PathBuf {
-    let profile = target_dir();
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "-q", "-p", "weft", "--lib"]);
-    if profile.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    assert!(build.status().expect("cargo build --lib").success(), "building libweft failed");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("frontends_c");
-    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-O1"])
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(root.join("tests/c/frontends.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", profile.display()))
-        .arg(format!("-Wl,-rpath,{}", profile.display()))
-        .arg("-lweft")
-        .output()
-        .expect("run cc");
-    assert!(out.status.success(), "cc frontends.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    exe
-}
+use std::path::PathBuf;
 
 /// The scenario's lines, sorted (ranks print concurrently).
 fn lines(prog: &PathBuf) -> Vec<String> {
@@ -55,7 +27,7 @@ fn lines(prog: &PathBuf) -> Vec<String> {
 #[test]
 fn rust_and_c_behave_alike() {
     let rust = lines(&example("frontends"));
-    let c = lines(&compile_c());
+    let c = lines(&compile_c("tests/c/frontends.c"));
     assert_eq!(rust, c, "the Rust and C front ends differ");
     // The scenario itself (so that two equally wrong front ends do not pass).
     for want in [

@@ -748,9 +748,7 @@ impl Glue {
         for (ctx, seq) in keys {
             let Some(info) = self.comms.get(&ctx) else { continue };
             if e.comm_ctx(info.id) != Ok(ctx) {
-                // Freed communicator: forget its agreements.
-                self.insts.retain(|k, _| k.0 != ctx);
-                self.comms.remove(&ctx);
+                self.forget(ctx); // a freed communicator
                 continue;
             }
             let Some(r) = info.rank_of(w) else { continue };

@@ -34,6 +34,7 @@ use weft_coll::{DType, Kind, Op, Spec};
 
 use super::weft_error::{WEFT_ERR_DATATYPE, WEFT_ERR_OP};
 use super::{comm, guard, put, weft_comm, weft_request, with_state, CallResult, Fail};
+use crate::ops::OpsCore;
 use crate::EngineError;
 
 // ------------------------------------------------------------------------------- datatypes
@@ -387,7 +388,7 @@ unsafe fn collective(c: weft_comm, call: Call, req: Option<*mut weft_request>) -
             _ => call.count,
         };
         (sp.send, sp.recv) = (call.send.cast(), call.recv.cast());
-        core.size_spec(id, &mut sp)?;
+        OpsCore::size_spec(rank, size, &mut sp)?;
         match req {
             // SAFETY: the caller guarantees the buffers for the call, sized from the counts.
             None => unsafe { Ok(core.run(id, &sp)?) },

@@ -53,11 +53,12 @@ impl OpsCore {
     }
 
     /// Fill in the buffer lengths of a collective whose buffers came as bare pointers: from the
-    /// counts (the table of `weft_coll::needs`), after checking the root. A null buffer that
-    /// must hold data, and a send buffer equal to the receive buffer outside allreduce (the
-    /// only collective that works in place), are `InvalidArg`.
-    pub(crate) fn size_spec(&self, c: CommId, spec: &mut Spec) -> EngineResult<()> {
-        let (rank, n) = (self.comm_rank(c)?, self.comm_size(c)?);
+    /// counts (the table of `weft_coll::needs`), after checking the root, for this process as
+    /// `rank` of a communicator of `n` ranks (the caller has read both to know which count
+    /// arrays to read). A null buffer that must hold data, and a send buffer equal to the
+    /// receive buffer outside allreduce (the only collective that works in place), are
+    /// `InvalidArg`.
+    pub(crate) fn size_spec(rank: u32, n: u32, spec: &mut Spec) -> EngineResult<()> {
         let k = spec.kind;
         if k.rooted() && spec.root >= n {
             return Err(EngineError::InvalidRank { rank: spec.root.into(), size: n });

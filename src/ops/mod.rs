@@ -81,10 +81,13 @@ impl OpsCore {
 
     /// Leave the job: complete queued sends, then tell the runtime. Later calls do nothing.
     pub(crate) fn finalize(&self) -> Result<()> {
-        if self.finalized.replace(true) {
+        if self.finalized.get() {
             return Ok(());
         }
-        self.eng()?.finalize();
+        let mut e = self.eng()?;
+        self.finalized.set(true);
+        e.finalize();
+        drop(e);
         self.rt.borrow_mut().finalize().map_err(Error::from)
     }
 

@@ -31,6 +31,40 @@ pub fn weft_run() -> PathBuf {
     p
 }
 
+/// Compile the C program `src` (relative to the repository root) against `include/weft.h`
+/// and this profile's `libweft.so` (built first, with an rpath to it); returns the executable.
+pub fn compile_c(src: &str) -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "weft", "--lib"]);
+        if target_dir().file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build --lib").success(), "building libweft failed");
+    });
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = target_dir();
+    let name = std::path::Path::new(src).file_stem().unwrap().to_str().unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Wextra", "-Werror", "-O1", "-g"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join(src))
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lweft")
+        .output()
+        .expect("run cc");
+    assert!(out.status.success(), "cc {src} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
 /// Path of an example of the root crate. `cargo test` builds examples only when no target
 /// filter is given, so build them once here (a no-op when they are up to date).
 pub fn example(name: &str) -> PathBuf {
