@@ -27,7 +27,10 @@ mod config;
 mod error;
 mod ft;
 mod init;
-mod ops;
+/// The operations core every front end calls (the Rust API, the C ABI, and the MPI library in
+/// the `weft-mpi` crate): one instance's engine, collectives and fault tolerance, driven through
+/// communicator and request ids and raw buffers.
+pub mod ops;
 mod topology;
 
 pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scope, Weft};

@@ -21,7 +21,7 @@ impl OpsCore {
     /// Barrier: the collectives engine's, which on an error sends an abort along its schedule
     /// so that a rank whose partners are alive does not wait for one that bailed out; then the
     /// uniform-mode hook (an agreement on the outcome when the communicator is uniform).
-    pub(crate) fn barrier(&self, c: CommId) -> EngineResult<()> {
+    pub fn barrier(&self, c: CommId) -> EngineResult<()> {
         // SAFETY: a barrier has no buffers.
         let local = unsafe { self.run(c, &Spec::new(Kind::Barrier, weft_coll::DType::U8)) };
         self.uniform_after(c, local)
@@ -33,7 +33,7 @@ impl OpsCore {
     /// The buffers of `spec` must be valid for its lengths (reads of `send`, reads and writes
     /// of `recv`) and otherwise unused for the duration of the call.
     #[inline]
-    pub(crate) unsafe fn run(&self, c: CommId, spec: &Spec) -> EngineResult<()> {
+    pub unsafe fn run(&self, c: CommId, spec: &Spec) -> EngineResult<()> {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
@@ -45,7 +45,7 @@ impl OpsCore {
     /// # Safety
     /// The buffers of `spec` must stay valid for its lengths, and otherwise unused, until the
     /// request completes. The count arrays are read during this call only.
-    pub(crate) unsafe fn start(&self, c: CommId, spec: &Spec) -> EngineResult<ReqId> {
+    pub unsafe fn start(&self, c: CommId, spec: &Spec) -> EngineResult<ReqId> {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
@@ -58,7 +58,7 @@ impl OpsCore {
     /// arrays to read). A null buffer that must hold data, and a send buffer equal to the
     /// receive buffer outside allreduce (the only collective that works in place), are
     /// `InvalidArg`.
-    pub(crate) fn size_spec(rank: u32, n: u32, spec: &mut Spec) -> EngineResult<()> {
+    pub fn size_spec(rank: u32, n: u32, spec: &mut Spec) -> EngineResult<()> {
         let k = spec.kind;
         if k.rooted() && spec.root >= n {
             return Err(EngineError::InvalidRank { rank: spec.root.into(), size: n });
@@ -85,12 +85,12 @@ impl OpsCore {
 
     /// Choose the algorithm of one collective on `c`: key `coll_<name>`, value an algorithm
     /// name or `auto`.
-    pub(crate) fn set_info(&self, c: CommId, key: &str, value: &str) -> EngineResult<()> {
+    pub fn set_info(&self, c: CommId, key: &str, value: &str) -> EngineResult<()> {
         self.coll.borrow_mut().set_info(c, key, value)
     }
 
     /// The algorithm a call described by `spec` would use now.
-    pub(crate) fn coll_algorithm(&self, c: CommId, spec: &Spec) -> EngineResult<weft_coll::select::Alg> {
+    pub fn coll_algorithm(&self, c: CommId, spec: &Spec) -> EngineResult<weft_coll::select::Alg> {
         let e = self.eng()?;
         let r = self.coll.borrow_mut().algorithm(e.ext_ref(), c, spec);
         r

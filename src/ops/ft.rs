@@ -28,24 +28,24 @@ pub(super) fn install(
 
 impl OpsCore {
     /// Counters of the fault-tolerance layer.
-    pub(crate) fn ft_stats(&self) -> weft_ft::FtStats {
+    pub fn ft_stats(&self) -> weft_ft::FtStats {
         self.ft.stats()
     }
 
     /// Revoke `c` at every live member; returns at once.
-    pub(crate) fn revoke(&self, c: CommId) -> EngineResult<()> {
+    pub fn revoke(&self, c: CommId) -> EngineResult<()> {
         self.ft.revoke(self.eng()?.ext(), c)
     }
 
     /// True once `c` was revoked (locally or by any member).
-    pub(crate) fn is_revoked(&self, c: CommId) -> EngineResult<bool> {
+    pub fn is_revoked(&self, c: CommId) -> EngineResult<bool> {
         self.eng()?.is_revoked(c)
     }
 
     /// Fault-tolerant agreement, blocking, on the low-latency path: `*flag` is the
     /// contribution on entry and the AND over the live members on return, also when the
     /// agreement completes with `ProcFailed`.
-    pub(crate) fn agree(&self, c: CommId, flag: &mut u64) -> EngineResult<()> {
+    pub fn agree(&self, c: CommId, flag: &mut u64) -> EngineResult<()> {
         self.ft.agree(self.eng()?.ext(), c, flag)
     }
 
@@ -53,13 +53,13 @@ impl OpsCore {
     ///
     /// # Safety
     /// `out` must stay valid for writes until the request completes.
-    pub(crate) unsafe fn iagree(&self, c: CommId, flag: u64, out: *mut u64) -> EngineResult<ReqId> {
+    pub unsafe fn iagree(&self, c: CommId, flag: u64, out: *mut u64) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
         unsafe { self.ft.iagree(self.eng()?.ext(), c, flag, out) }
     }
 
     /// Shrink: a new communicator of the live members of `c`.
-    pub(crate) fn shrink(&self, c: CommId) -> EngineResult<CommId> {
+    pub fn shrink(&self, c: CommId) -> EngineResult<CommId> {
         self.ft.shrink(self.eng()?.ext(), c)
     }
 
@@ -68,28 +68,28 @@ impl OpsCore {
     ///
     /// # Safety
     /// `out` must stay valid for writes until the request completes.
-    pub(crate) unsafe fn ishrink(&self, c: CommId, out: *mut u64) -> EngineResult<ReqId> {
+    pub unsafe fn ishrink(&self, c: CommId, out: *mut u64) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
         unsafe { self.ft.ishrink(self.eng()?.ext(), c, out) }
     }
 
     /// Which failures raise errors on `c`.
-    pub(crate) fn set_error_scope(&self, c: CommId, scope: ErrScope) -> EngineResult<()> {
+    pub fn set_error_scope(&self, c: CommId, scope: ErrScope) -> EngineResult<()> {
         self.eng()?.set_error_scope(c, scope)
     }
 
     /// The error scope of `c`.
-    pub(crate) fn error_scope(&self, c: CommId) -> EngineResult<ErrScope> {
+    pub fn error_scope(&self, c: CommId) -> EngineResult<ErrScope> {
         self.eng()?.error_scope(c)
     }
 
     /// Uniform mode: covered collectives are followed by an agreement on their outcome.
-    pub(crate) fn set_uniform(&self, c: CommId, on: bool) -> EngineResult<()> {
+    pub fn set_uniform(&self, c: CommId, on: bool) -> EngineResult<()> {
         self.ft.set_uniform(self.eng()?.ext(), c, on)
     }
 
     /// A collective's local outcome made uniform when `c` is in uniform mode.
-    pub(crate) fn uniform_after(&self, c: CommId, local: EngineResult<()>) -> EngineResult<()> {
+    pub fn uniform_after(&self, c: CommId, local: EngineResult<()>) -> EngineResult<()> {
         self.ft.uniform_after(self.eng()?.ext(), c, local)
     }
 }

@@ -16,6 +16,7 @@
 use std::cell::{Cell, RefCell, RefMut};
 
 use weft_engine::Engine;
+pub use weft_engine::{CommId, ReqId, Stats};
 
 use crate::EngineError;
 
@@ -28,10 +29,10 @@ mod p2p;
 
 /// Result of an engine-level operation: the error keeps its engine variant (a status needs
 /// the truncation details, the C ABI maps each variant to its code).
-pub(crate) type EngineResult<T> = std::result::Result<T, EngineError>;
+pub type EngineResult<T> = std::result::Result<T, EngineError>;
 
 /// One weft instance: runtime, engine, collectives and FT state.
-pub(crate) struct OpsCore {
+pub struct OpsCore {
     engine: RefCell<Engine>,
     rt: SharedRuntime,
     cfg: Config,
@@ -42,7 +43,7 @@ pub(crate) struct OpsCore {
 
 impl OpsCore {
     /// Start the runtime, wire the transports into an engine, install FT and the collectives.
-    pub(crate) fn new(cfg: Config) -> Result<OpsCore> {
+    pub fn new(cfg: Config) -> Result<OpsCore> {
         let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(weft_pmix::from_env()?));
         let mut engine = crate::init::wire(&cfg, rt.clone())?;
         let ft = ft::install(&cfg, &rt, &mut engine)?;
@@ -65,22 +66,22 @@ impl OpsCore {
 
     /// True while an operation holds the engine (a call from inside a weft callback would
     /// fail with `InvalidArg`).
-    pub(crate) fn engine_busy(&self) -> bool {
+    pub fn engine_busy(&self) -> bool {
         self.engine.try_borrow_mut().is_err()
     }
 
     /// The configuration in force.
-    pub(crate) fn config(&self) -> &Config {
+    pub fn config(&self) -> &Config {
         &self.cfg
     }
 
     /// Name of the runtime backend ("weft-run", "pmix", "singleton").
-    pub(crate) fn runtime_backend(&self) -> &'static str {
+    pub fn runtime_backend(&self) -> &'static str {
         self.rt.borrow().backend()
     }
 
     /// Leave the job: complete queued sends, then tell the runtime. Later calls do nothing.
-    pub(crate) fn finalize(&self) -> Result<()> {
+    pub fn finalize(&self) -> Result<()> {
         if self.finalized.get() {
             return Ok(());
         }
@@ -92,7 +93,7 @@ impl OpsCore {
     }
 
     /// End the whole job with `code`.
-    pub(crate) fn abort(&self, code: i32, msg: &str) -> ! {
+    pub fn abort(&self, code: i32, msg: &str) -> ! {
         self.rt.borrow_mut().abort(code, msg)
     }
 }

@@ -9,23 +9,28 @@ use crate::EngineError;
 
 impl OpsCore {
     /// The communicator of every process of the job.
-    pub(crate) fn world(&self) -> CommId {
+    pub fn world(&self) -> CommId {
         self.engine.borrow().world()
     }
 
     /// This process's rank in `c`.
-    pub(crate) fn comm_rank(&self, c: CommId) -> EngineResult<u32> {
+    pub fn comm_rank(&self, c: CommId) -> EngineResult<u32> {
         self.eng()?.comm_rank(c)
     }
 
+    /// The world ranks of `c`'s members, in rank order.
+    pub fn comm_group(&self, c: CommId) -> EngineResult<Vec<u32>> {
+        self.eng()?.ext_ref().comm_group(c)
+    }
+
     /// Number of ranks of `c`.
-    pub(crate) fn comm_size(&self, c: CommId) -> EngineResult<u32> {
+    pub fn comm_size(&self, c: CommId) -> EngineResult<u32> {
         self.eng()?.comm_size(c)
     }
 
     /// A destination rank from a signed value: negative ranks are invalid (`ANY_SOURCE` is
     /// not a destination).
-    pub(crate) fn dest(&self, c: CommId, dst: i32) -> EngineResult<u32> {
+    pub fn dest(&self, c: CommId, dst: i32) -> EngineResult<u32> {
         if dst < 0 {
             let size = self.comm_size(c)?;
             return Err(EngineError::InvalidRank { rank: dst.into(), size });
@@ -34,7 +39,7 @@ impl OpsCore {
     }
 
     /// Name of the transport that reaches `rank` of `c` ("self", "shm", "ofi").
-    pub(crate) fn transport_to(&self, c: CommId, rank: u32) -> EngineResult<&'static str> {
+    pub fn transport_to(&self, c: CommId, rank: u32) -> EngineResult<&'static str> {
         let e = self.eng()?;
         let w = e.comm_world_rank(c, rank)?;
         Ok(e.route_name(w))
@@ -42,13 +47,13 @@ impl OpsCore {
 
     /// Blocking send of `buf` to `dst` with `tag`.
     #[inline]
-    pub(crate) fn send(&self, c: CommId, buf: &[u8], dst: u32, tag: i32) -> EngineResult<()> {
+    pub fn send(&self, c: CommId, buf: &[u8], dst: u32, tag: i32) -> EngineResult<()> {
         self.eng()?.send(c, buf, dst, tag)
     }
 
     /// Blocking receive into `buf` from `src` (or `ANY_SOURCE`) with `tag` (or `ANY_TAG`).
     #[inline]
-    pub(crate) fn recv(&self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> EngineResult<Status> {
+    pub fn recv(&self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> EngineResult<Status> {
         self.eng()?.recv(c, buf, src, tag)
     }
 
@@ -58,7 +63,7 @@ impl OpsCore {
     /// `buf` must stay valid for reads of `len` bytes, and unmodified, until the request
     /// completes.
     #[inline]
-    pub(crate) unsafe fn isend(
+    pub unsafe fn isend(
         &self,
         c: CommId,
         buf: *const u8,
@@ -76,7 +81,7 @@ impl OpsCore {
     /// `buf` must stay valid for writes of `len` bytes, and otherwise unaccessed, until the
     /// request completes.
     #[inline]
-    pub(crate) unsafe fn irecv(
+    pub unsafe fn irecv(
         &self,
         c: CommId,
         buf: *mut u8,
@@ -89,52 +94,52 @@ impl OpsCore {
     }
 
     /// Wait until a message matching `(src, tag)` has arrived; its status.
-    pub(crate) fn probe(&self, c: CommId, src: i32, tag: i32) -> EngineResult<Status> {
+    pub fn probe(&self, c: CommId, src: i32, tag: i32) -> EngineResult<Status> {
         self.eng()?.probe(c, src, tag)
     }
 
     /// The status of a matching message if one has arrived.
-    pub(crate) fn iprobe(&self, c: CommId, src: i32, tag: i32) -> EngineResult<Option<Status>> {
+    pub fn iprobe(&self, c: CommId, src: i32, tag: i32) -> EngineResult<Option<Status>> {
         self.eng()?.iprobe(c, src, tag)
     }
 
     /// Block until `id` completes.
     #[inline]
-    pub(crate) fn wait(&self, id: ReqId) -> EngineResult<Status> {
+    pub fn wait(&self, id: ReqId) -> EngineResult<Status> {
         self.eng()?.wait(id)
     }
 
     /// `Some(status)` once `id` completed, `None` while pending.
     #[inline]
-    pub(crate) fn test(&self, id: ReqId) -> EngineResult<Option<Status>> {
+    pub fn test(&self, id: ReqId) -> EngineResult<Option<Status>> {
         self.eng()?.test(id)
     }
 
     /// Withdraw a receive that has not matched (or a send not yet handed to a transport).
-    pub(crate) fn cancel(&self, id: ReqId) -> EngineResult<bool> {
+    pub fn cancel(&self, id: ReqId) -> EngineResult<bool> {
         self.eng()?.cancel(id)
     }
 
     /// Wait for every request; on error all have still completed and the first error is
     /// returned.
-    pub(crate) fn wait_all(&self, ids: &[ReqId]) -> EngineResult<Vec<Status>> {
+    pub fn wait_all(&self, ids: &[ReqId]) -> EngineResult<Vec<Status>> {
         self.eng()?.wait_all(ids)
     }
 
     /// Wait until one request completes: its index and status.
-    pub(crate) fn wait_any(&self, ids: &[ReqId]) -> EngineResult<(usize, Status)> {
+    pub fn wait_any(&self, ids: &[ReqId]) -> EngineResult<(usize, Status)> {
         self.eng()?.wait_any(ids)
     }
 
     /// If every request is complete, their statuses.
-    pub(crate) fn test_all(&self, ids: &[ReqId]) -> EngineResult<Option<Vec<Status>>> {
+    pub fn test_all(&self, ids: &[ReqId]) -> EngineResult<Option<Vec<Status>>> {
         self.eng()?.test_all(ids)
     }
 
     /// Complete every request of `ids` before their buffers are released (the end of a Rust
     /// scope). A wildcard receive that cannot complete because of an unacknowledged failure is
     /// withdrawn instead.
-    pub(crate) fn complete_all(&self, ids: &[ReqId]) {
+    pub fn complete_all(&self, ids: &[ReqId]) {
         // A panic here is better than releasing buffers the engine may still write.
         let mut e = self.engine.borrow_mut();
         for &id in ids {
@@ -150,64 +155,64 @@ impl OpsCore {
     }
 
     /// Keep only the ids of `ids` that are still pending.
-    pub(crate) fn retain_pending(&self, ids: &mut Vec<ReqId>) {
+    pub fn retain_pending(&self, ids: &mut Vec<ReqId>) {
         let e = self.engine.borrow();
         ids.retain(|&r| e.is_pending(r));
     }
 
     /// Duplicate `c` (collective over `c`).
-    pub(crate) fn comm_dup(&self, c: CommId) -> EngineResult<CommId> {
+    pub fn comm_dup(&self, c: CommId) -> EngineResult<CommId> {
         self.eng()?.comm_dup(c)
     }
 
     /// Split `c` by `color` (or `UNDEFINED`: no communicator), ranks ordered by `key`.
-    pub(crate) fn comm_split(&self, c: CommId, color: i32, key: i32) -> EngineResult<Option<CommId>> {
+    pub fn comm_split(&self, c: CommId, color: i32, key: i32) -> EngineResult<Option<CommId>> {
         self.eng()?.comm_split(c, color, key)
     }
 
     /// Free `c`; receives still posted on it complete with `InvalidComm`.
-    pub(crate) fn comm_free(&self, c: CommId) -> EngineResult<()> {
+    pub fn comm_free(&self, c: CommId) -> EngineResult<()> {
         self.eng()?.comm_free(c)
     }
 
     /// Ranks of `c` known to have failed.
-    pub(crate) fn get_failed(&self, c: CommId) -> EngineResult<Vec<u32>> {
+    pub fn get_failed(&self, c: CommId) -> EngineResult<Vec<u32>> {
         self.eng()?.get_failed(c)
     }
 
     /// Acknowledge the failures known now; how many failed ranks are acknowledged.
-    pub(crate) fn ack_failed(&self, c: CommId) -> EngineResult<usize> {
+    pub fn ack_failed(&self, c: CommId) -> EngineResult<usize> {
         self.eng()?.ack_failed(c)
     }
 
     /// The ranks of `c` whose failure was acknowledged.
-    pub(crate) fn get_acked(&self, c: CommId) -> EngineResult<Vec<u32>> {
+    pub fn get_acked(&self, c: CommId) -> EngineResult<Vec<u32>> {
         self.eng()?.get_acked(c)
     }
 
     /// Run the progress engine once; how many events it handled.
-    pub(crate) fn progress(&self) -> usize {
+    pub fn progress(&self) -> usize {
         self.engine.borrow_mut().progress()
     }
 
     /// Engine counters.
-    pub(crate) fn stats(&self) -> Stats {
+    pub fn stats(&self) -> Stats {
         self.engine.borrow().stats().clone()
     }
 
     /// Messages handed to each transport so far, by transport name.
-    pub(crate) fn messages_by_transport(&self) -> Vec<(&'static str, u64)> {
+    pub fn messages_by_transport(&self) -> Vec<(&'static str, u64)> {
         let e = self.engine.borrow();
         e.transport_names().into_iter().zip(e.stats().sent_by_transport.iter().copied()).collect()
     }
 
     /// The engine's queues and pending requests, for diagnosing a hang.
-    pub(crate) fn debug_state(&self) -> String {
+    pub fn debug_state(&self) -> String {
         self.engine.borrow_mut().debug_state()
     }
 
     /// World ranks known to have failed, in order of detection.
-    pub(crate) fn failed_world_ranks(&self) -> Vec<u32> {
+    pub fn failed_world_ranks(&self) -> Vec<u32> {
         self.engine.borrow().failed_world_ranks().to_vec()
     }
 }

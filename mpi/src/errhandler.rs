@@ -1,0 +1,185 @@
+//! Error handlers: the predefined ones (`MPI_ERRORS_ARE_FATAL`, the default;
+//! `MPI_ERRORS_ABORT`; `MPI_ERRORS_RETURN`), the ones an application creates with
+//! `MPI_Comm_create_errhandler`, and the dispatch that hands a failed call's error to the
+//! handler of the object it concerns, and the error handler functions.
+
+use std::ffi::c_int;
+
+use crate::abi::*;
+use crate::error::{class_text, err, MpiErr};
+use crate::handle::{Kind, Table};
+use crate::state::{call, Mpi, On};
+use crate::{export, put};
+
+/// `MPI_Comm_errhandler_function`: called with the communicator and the error code (variadic in
+/// the standard's prototype; implementations pass nothing after them).
+pub(crate) type CommErrhandlerFn = unsafe extern "C" fn(comm: *mut MPI_Comm, code: *mut c_int, ...);
+
+/// What an error handler does.
+#[derive(Clone, Copy)]
+pub(crate) enum Handler {
+    /// Print the error and end the job.
+    Fatal,
+    /// Print the error and end the job (weft cannot end only the processes of one
+    /// communicator, so this is `Fatal` with another name).
+    Abort,
+    /// Return the code to the caller.
+    Return,
+    /// Call the application's function, then return the code.
+    User(CommErrhandlerFn),
+}
+
+/// Created error handlers.
+pub(crate) struct Errhandlers {
+    table: Table<Handler>,
+}
+
+impl Errhandlers {
+    pub(crate) fn new() -> Errhandlers {
+        Errhandlers { table: Table::new(Kind::Errhandler) }
+    }
+
+    /// The handler `h` names (predefined or created).
+    pub(crate) fn get(&self, h: MPI_Errhandler) -> Option<Handler> {
+        match h {
+            MPI_ERRORS_ARE_FATAL => Some(Handler::Fatal),
+            MPI_ERRORS_ABORT => Some(Handler::Abort),
+            MPI_ERRORS_RETURN => Some(Handler::Return),
+            _ => self.table.get(h).copied(),
+        }
+    }
+
+    pub(crate) fn create(&mut self, f: CommErrhandlerFn) -> MPI_Errhandler {
+        self.table.insert(Handler::User(f))
+    }
+
+    /// Free a created handler (communicators using it keep their copy of it).
+    pub(crate) fn free(&mut self, h: MPI_Errhandler) -> bool {
+        self.table.remove(h).is_some()
+    }
+}
+
+/// Hand `e`, the error of `name`, to the handler of the object `on` names; the code the call
+/// returns (if the handler returns at all).
+pub(crate) fn raise(mpi: &Mpi, name: &str, on: On, e: MpiErr) -> c_int {
+    let on = e.comm.map(On::Comm).unwrap_or(on);
+    let (comm, handler) = {
+        let comms = mpi.comms.borrow();
+        let comm = match on {
+            On::Comm(c) if comms.get(c).is_some() => c,
+            // An invalid communicator has no handler: the world's applies.
+            On::Comm(_) => MPI_COMM_WORLD,
+            On::NoObject => MPI_COMM_SELF,
+        };
+        let eh = comms.get(comm).map(|o| o.errhandler).unwrap_or(MPI_ERRORS_ARE_FATAL);
+        (comm, mpi.errhandlers.borrow().get(eh).unwrap_or(Handler::Fatal))
+    };
+    let code = e.class;
+    *mpi.last_error.borrow_mut() = Some(e.clone());
+    match handler {
+        Handler::Return => code,
+        Handler::Fatal | Handler::Abort => fatal(Some(mpi), name, &e),
+        Handler::User(f) => {
+            let mut c = comm;
+            let mut k = code;
+            // SAFETY: `f` was registered by the application as an `MPI_Comm_errhandler_function`;
+            // it gets pointers to locals that live across the call.
+            unsafe { f(&mut c, &mut k) };
+            code
+        }
+    }
+}
+
+/// The initial error handler, for calls made when no instance is running.
+pub(crate) fn raise_initial(name: &str, e: MpiErr) -> c_int {
+    match std::env::var("WEFT_MPI_INITIAL_ERRHANDLER").as_deref() {
+        Ok("return") | Ok("MPI_ERRORS_RETURN") => {
+            eprintln!("weft MPI: {name}: {} (returned {})", e.msg, e.class);
+            e.class
+        }
+        _ => fatal(None, name, &e),
+    }
+}
+
+/// Print the error and end the job with the error class as exit code.
+fn fatal(mpi: Option<&Mpi>, name: &str, e: &MpiErr) -> ! {
+    let class = class_text(e.class).unwrap_or("error");
+    let rank = mpi.and_then(|m| m.core.comm_rank(m.core.world()).ok());
+    let who = rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
+    let msg = format!("{name}: {} [{class}]; MPI_ERRORS_ARE_FATAL ends the job", e.msg);
+    eprintln!("weft MPI{who}: {msg}");
+    match mpi {
+        Some(m) => m.core.abort(e.class.clamp(1, 255), &msg),
+        None => std::process::exit(e.class.clamp(1, 255)),
+    }
+}
+
+export! {
+    /// `MPI_Comm_create_errhandler`.
+    fn MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(function: Option<CommErrhandlerFn>, errhandler: *mut MPI_Errhandler) {
+        call("MPI_Comm_create_errhandler", On::NoObject, |m| {
+            let f = function.ok_or_else(|| err!(MPI_ERR_ARG, "invalid argument: `function` is NULL"))?;
+            if errhandler.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `errhandler` is NULL"));
+            }
+            let h = m.errhandlers.borrow_mut().create(f);
+            // SAFETY: checked non-null.
+            unsafe { put(errhandler, h, "errhandler") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_set_errhandler`.
+    fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) {
+        call("MPI_Comm_set_errhandler", On::Comm(comm), |m| {
+            if m.errhandlers.borrow().get(errhandler).is_none() {
+                return Err(err!(MPI_ERR_ARG, "invalid error handler {errhandler:#x}"));
+            }
+            let mut comms = m.comms.borrow_mut();
+            comms.get_mut(comm).ok_or_else(|| crate::comm::invalid(comm))?.errhandler = errhandler;
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_get_errhandler`.
+    fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) {
+        call("MPI_Comm_get_errhandler", On::Comm(comm), |m| {
+            let h = m.comms.borrow().get(comm).ok_or_else(|| crate::comm::invalid(comm))?.errhandler;
+            // SAFETY: output pointer from the caller.
+            unsafe { put(errhandler, h, "errhandler") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Errhandler_free`: communicators that use the handler keep it.
+    fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut MPI_Errhandler) {
+        call("MPI_Errhandler_free", On::NoObject, |m| {
+            if errhandler.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `errhandler` is NULL"));
+            }
+            // SAFETY: non-null in/out pointer.
+            let h = unsafe { *errhandler };
+            let predefined = matches!(h, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN);
+            if !predefined && !m.errhandlers.borrow_mut().free(h) {
+                return Err(err!(MPI_ERR_ARG, "invalid error handler {h:#x}"));
+            }
+            // SAFETY: as above.
+            unsafe { *errhandler = MPI_ERRHANDLER_NULL };
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_call_errhandler`: raise `errorcode` on `comm`'s handler.
+    fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) {
+        call("MPI_Comm_call_errhandler", On::Comm(comm), |m| {
+            m.comm(comm)?;
+            Err(MpiErr::new(errorcode, format!("error {errorcode} raised by MPI_Comm_call_errhandler")))
+        })
+    }
+}

@@ -1,0 +1,160 @@
+//! Reduction operations: the predefined `MPI_Op`s, the ones an application creates with
+//! `MPI_Op_create`, and how a (operation, datatype) pair becomes the collectives engine's
+//! (operation, element type, element count).
+
+use std::ffi::c_int;
+
+use weft_coll::{DType, Op};
+
+use crate::abi::*;
+use crate::datatype::TypeInfo;
+use crate::error::{err, MpiResult};
+use crate::handle::{Kind, Table};
+use crate::state::{call, Mpi, On};
+use crate::{export, put};
+
+/// `MPI_User_function`.
+pub(crate) type UserFunction = unsafe extern "C" fn(
+    invec: *mut std::ffi::c_void,
+    inoutvec: *mut std::ffi::c_void,
+    len: *mut c_int,
+    dt: *mut MPI_Datatype,
+);
+
+/// A created operation.
+#[derive(Clone, Copy)]
+pub(crate) struct UserOpDef {
+    pub(crate) f: UserFunction,
+    pub(crate) commute: bool,
+}
+
+/// Created operations.
+pub(crate) struct UserOps {
+    table: Table<UserOpDef>,
+}
+
+impl UserOps {
+    pub(crate) fn new() -> UserOps {
+        UserOps { table: Table::new(Kind::Op) }
+    }
+}
+
+/// A reduction as the collectives engine runs it.
+pub(crate) struct Reduction {
+    pub(crate) op: Op,
+    pub(crate) dtype: DType,
+    /// Engine elements per MPI element.
+    pub(crate) per_elem: usize,
+}
+
+impl Mpi {
+    /// The engine's form of reducing `count`-sized buffers of `ty` (handle `dt`) with `op`.
+    pub(crate) fn reduction(&self, op: MPI_Op, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<Reduction> {
+        let predefined = |o: Op| -> MpiResult<Reduction> {
+            let Some(e) = ty.elem.filter(|_| matches!(ty.layout, crate::datatype::Layout::Contig)) else {
+                return Err(err!(
+                    MPI_ERR_OP,
+                    "predefined operation {op:#x} is not defined on datatype {} (use a user operation)",
+                    ty.name
+                ));
+            };
+            o.check(e).map_err(|x| err!(MPI_ERR_OP, "{x} (datatype {})", ty.name))?;
+            Ok(Reduction { op: o, dtype: e, per_elem: ty.size / e.size() })
+        };
+        match op {
+            MPI_SUM => predefined(Op::Sum),
+            MPI_PROD => predefined(Op::Prod),
+            MPI_MIN => predefined(Op::Min),
+            MPI_MAX => predefined(Op::Max),
+            MPI_BAND => predefined(Op::Band),
+            MPI_BOR => predefined(Op::Bor),
+            MPI_BXOR => predefined(Op::Bxor),
+            MPI_LAND => predefined(Op::Land),
+            MPI_LOR => predefined(Op::Lor),
+            MPI_MINLOC => predefined(Op::MinLoc),
+            MPI_MAXLOC => predefined(Op::MaxLoc),
+            MPI_LXOR => {
+                let r = predefined(Op::Land)?; // same domain: the integer types
+                let w = r.dtype.size();
+                let lxor = Op::user(true, move |src: &[u8], dst: &mut [u8], _n| {
+                    for (s, d) in src.chunks_exact(w).zip(dst.chunks_exact_mut(w)) {
+                        let t = (s.iter().any(|&b| b != 0)) != (d.iter().any(|&b| b != 0));
+                        d.fill(0);
+                        d[0] = t as u8; // little-endian 1 (weft targets little-endian only)
+                    }
+                });
+                Ok(Reduction { op: lxor, ..r })
+            }
+            MPI_OP_NULL => Err(err!(MPI_ERR_OP, "invalid operation: MPI_OP_NULL")),
+            MPI_REPLACE | MPI_NO_OP => {
+                Err(err!(MPI_ERR_OP, "MPI_REPLACE and MPI_NO_OP apply to one-sided accumulates only"))
+            }
+            h => {
+                let def =
+                    *self.ops.borrow().table.get(h).ok_or_else(|| {
+                        err!(MPI_ERR_OP, "invalid operation {h:#x}: freed or never created")
+                    })?;
+                let size = ty.size;
+                let user = Op::user(def.commute, move |src: &[u8], dst: &mut [u8], _n| {
+                    let mut len = (dst.len() / size.max(1)) as c_int;
+                    let mut d = dt;
+                    // SAFETY: the application's MPI_User_function, called as the standard says:
+                    // `len` elements of `dt` at each buffer; `src` is not written by it.
+                    unsafe { (def.f)(src.as_ptr() as *mut _, dst.as_mut_ptr().cast(), &mut len, &mut d) };
+                });
+                Ok(Reduction { op: user, dtype: DType::Byte, per_elem: size })
+            }
+        }
+    }
+}
+
+export! {
+    /// `MPI_Op_create`.
+    fn MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFunction>, commute: c_int, op: *mut MPI_Op) {
+        call("MPI_Op_create", On::NoObject, |m| {
+            let f = user_fn.ok_or_else(|| err!(MPI_ERR_ARG, "invalid argument: `user_fn` is NULL"))?;
+            if op.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `op` is NULL"));
+            }
+            let h = m.ops.borrow_mut().table.insert(UserOpDef { f, commute: commute != 0 });
+            // SAFETY: checked non-null.
+            unsafe { put(op, h, "op") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Op_free`.
+    fn MPI_Op_free / PMPI_Op_free(op: *mut MPI_Op) {
+        call("MPI_Op_free", On::NoObject, |m| {
+            if op.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `op` is NULL"));
+            }
+            // SAFETY: non-null in/out pointer.
+            let h = unsafe { *op };
+            m.ops
+                .borrow_mut()
+                .table
+                .remove(h)
+                .ok_or_else(|| err!(MPI_ERR_OP, "invalid operation {h:#x}: predefined, freed or never created"))?;
+            // SAFETY: as above.
+            unsafe { *op = MPI_OP_NULL };
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Op_commutative`.
+    fn MPI_Op_commutative / PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) {
+        call("MPI_Op_commutative", On::NoObject, |m| {
+            let c = match op {
+                MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR
+                | MPI_LXOR | MPI_MINLOC | MPI_MAXLOC | MPI_REPLACE | MPI_NO_OP => true,
+                h => m.ops.borrow().table.get(h).ok_or_else(|| err!(MPI_ERR_OP, "invalid operation {h:#x}"))?.commute,
+            };
+            // SAFETY: output pointer from the caller.
+            unsafe { put(commute, c as c_int, "commute") }
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! The library's one instance and how a call reaches it: the process-wide [`Mpi`] state, the
+//! thread model, and [`call`], the wrapper every exported function runs its body in (lock,
+//! panic catch, error handler dispatch).
+//!
+//! Thread model. Below `MPI_THREAD_MULTIPLE` the application promises that one thread at a
+//! time calls MPI, so a call takes no lock at all. At `MPI_THREAD_MULTIPLE` every call holds
+//! one process-wide re-entrant lock for its duration, and blocking calls release it between
+//! progress polls (see `request::block_on`), so a thread blocked in a receive never stops
+//! another thread from sending. The lock is re-entrant so that an error handler or a user
+//! reduction that calls MPI from inside a call does not deadlock; such a nested call then finds
+//! the operations core borrowed and fails cleanly where it would alias.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+
+use parking_lot::ReentrantMutex;
+use weft::ops::OpsCore;
+
+use crate::abi::*;
+use crate::comm::Comms;
+use crate::datatype::Types;
+use crate::errhandler::{self, Errhandlers};
+use crate::error::{MpiErr, MpiResult};
+use crate::group::Group;
+use crate::handle::{Kind, Table};
+use crate::op::UserOps;
+use crate::request::Requests;
+
+/// Everything one MPI process holds: the operations core and the handle tables.
+pub(crate) struct Mpi {
+    pub(crate) core: OpsCore,
+    /// The thread level granted by `MPI_Init_thread`.
+    pub(crate) level: c_int,
+    /// The thread that initialised MPI (`MPI_Is_thread_main`).
+    pub(crate) main_thread: std::thread::ThreadId,
+    pub(crate) comms: RefCell<Comms>,
+    pub(crate) reqs: RefCell<Requests>,
+    pub(crate) types: RefCell<Types>,
+    pub(crate) ops: RefCell<UserOps>,
+    pub(crate) groups: RefCell<Table<Group>>,
+    pub(crate) errhandlers: RefCell<Errhandlers>,
+    /// Set by `MPI_Finalize`; later calls fail.
+    pub(crate) finalized: Cell<bool>,
+    /// The last error raised, for `MPI_Error_string` to give its details.
+    pub(crate) last_error: RefCell<Option<MpiErr>>,
+}
+
+/// The instance as a static: shared between threads only as the thread model above allows
+/// (one thread at a time by the application's promise, or under [`LOCK`]).
+struct Instance(Mpi);
+// SAFETY: `Mpi` is reached only through `call`/`with`, which either hold `LOCK` (thread level
+// MULTIPLE) or run under the application's promise that one thread at a time calls MPI (lower
+// levels); so its `Rc`s and `RefCell`s are never touched by two threads at once.
+unsafe impl Sync for Instance {}
+// SAFETY: as above; the instance is created by one thread and then only used under that rule.
+unsafe impl Send for Instance {}
+
+static INSTANCE: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
+static LOCK: ReentrantMutex<()> = ReentrantMutex::new(());
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// Life cycle of the library in this process.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum Phase {
+    /// `MPI_Init` has not run.
+    Before = 0,
+    /// Between init and finalize.
+    Running,
+    /// After `MPI_Finalize`.
+    After,
+}
+static PHASE: AtomicU8 = AtomicU8::new(Phase::Before as u8);
+
+pub(crate) fn phase() -> Phase {
+    match PHASE.load(Ordering::Acquire) {
+        0 => Phase::Before,
+        1 => Phase::Running,
+        _ => Phase::After,
+    }
+}
+
+/// Install the instance made by `MPI_Init` (once per process).
+pub(crate) fn install(mpi: Mpi) {
+    MULTIPLE.store(mpi.level == MPI_THREAD_MULTIPLE, Ordering::Release);
+    let p = Box::into_raw(Box::new(Instance(mpi)));
+    INSTANCE.store(p, Ordering::Release);
+    PHASE.store(Phase::Running as u8, Ordering::Release);
+}
+
+/// Mark the library finalized (the instance stays, for the calls allowed after finalize).
+pub(crate) fn set_finalized() {
+    PHASE.store(Phase::After as u8, Ordering::Release);
+}
+
+#[inline(always)]
+fn instance() -> Option<&'static Mpi> {
+    let p = INSTANCE.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer came from `Box::into_raw` in `install` and is never freed.
+    (!p.is_null()).then(|| unsafe { &(*p).0 })
+}
+
+/// True at `MPI_THREAD_MULTIPLE` (blocking calls release the lock while they wait).
+#[inline(always)]
+pub(crate) fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Release the process lock for the duration of `f` (a blocking call between two polls), if
+/// this thread holds it.
+pub(crate) fn unlocked<R>(f: impl FnOnce() -> R) -> R {
+    if multiple() {
+        // SAFETY: only called from inside `call`, which holds the lock on this thread (at
+        // MULTIPLE); the guard is re-taken before `f`'s caller touches the instance again.
+        unsafe { LOCK.force_unlock() };
+        let r = f();
+        std::mem::forget(LOCK.lock());
+        r
+    } else {
+        f()
+    }
+}
+
+/// Which object's error handler an error of this call is raised on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum On {
+    /// The communicator handle the call was given.
+    Comm(MPI_Comm),
+    /// No object: `MPI_COMM_SELF`'s handler (the standard's rule since MPI 4.0).
+    NoObject,
+}
+
+/// Run the body of the exported function `name`: reach the instance (taking the lock at
+/// `MPI_THREAD_MULTIPLE`), catch a panic as `MPI_ERR_INTERN`, and hand an error to the error
+/// handler of the object `on` names. Returns the code the function returns.
+#[inline(always)]
+pub(crate) fn call(name: &'static str, on: On, f: impl FnOnce(&'static Mpi) -> MpiResult) -> c_int {
+    let Some(mpi) = running(name) else {
+        return not_running(name);
+    };
+    let guard = multiple().then(|| LOCK.lock());
+    let r = match catch_unwind(AssertUnwindSafe(|| f(mpi))) {
+        Ok(Ok(())) => return MPI_SUCCESS,
+        Ok(Err(e)) => e,
+        Err(p) => MpiErr::new(MPI_ERR_INTERN, format!("internal error (panic): {}", panic_text(&p))),
+    };
+    let code = errhandler::raise(mpi, name, on, r);
+    drop(guard);
+    code
+}
+
+/// Like [`call`] for the functions that may run before `MPI_Init` and after `MPI_Finalize`
+/// (`MPI_Initialized`, `MPI_Get_version`, ...): no instance needed; errors are returned.
+pub(crate) fn call_anytime(f: impl FnOnce() -> MpiResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => e.class,
+        Err(_) => MPI_ERR_INTERN,
+    }
+}
+
+/// The instance, if MPI is initialised and not finalized.
+#[inline(always)]
+fn running(_name: &str) -> Option<&'static Mpi> {
+    if phase() != Phase::Running {
+        return None;
+    }
+    instance()
+}
+
+/// A call before `MPI_Init` or after `MPI_Finalize`: there is no communicator whose handler
+/// applies, so the initial error handler (`MPI_ERRORS_ARE_FATAL` unless
+/// `WEFT_MPI_INITIAL_ERRHANDLER=return`) handles it.
+#[cold]
+fn not_running(name: &str) -> c_int {
+    let when = if phase() == Phase::Before { "before MPI_Init" } else { "after MPI_Finalize" };
+    let e = MpiErr::new(MPI_ERR_OTHER, format!("{name} called {when}"));
+    errhandler::raise_initial(name, e)
+}
+
+/// The instance for code outside a call (the error handler dispatch, tests).
+pub(crate) fn try_instance() -> Option<&'static Mpi> {
+    instance()
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".into()
+    }
+}
+
+impl Mpi {
+    /// A new table of created groups.
+    pub(crate) fn group_table() -> RefCell<Table<Group>> {
+        RefCell::new(Table::new(Kind::Group))
+    }
+}
