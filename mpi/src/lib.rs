@@ -9,7 +9,7 @@
 //! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
 //! environment queries), `comm` (communicators), `group`, `datatype` (type descriptions),
 //! `request` (requests and completion), `p2p` (point-to-point), `op` (reduction operations),
-//! `coll` (collectives).
+//! `coll` (collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
 //! a profiling library defines itself to intercept the call; in a shared library the dynamic
@@ -30,6 +30,10 @@ mod op;
 mod p2p;
 mod request;
 mod state;
+mod ulfm;
+
+// The exported functions, for Rust programs and tests that link the crate.
+pub use crate::{coll::*, comm::*, errhandler::*, init::*, op::*, p2p::*, request::*, ulfm::*};
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
 /// or pointer; pointers are checked before use (null where the standard forbids it is
