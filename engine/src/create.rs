@@ -112,6 +112,62 @@ impl Engine {
         self.install_comm(ctx, rank, world_of)
     }
 
+    /// Gather `mine` (same length at every member) from the members of `c` listed in
+    /// `members` (ranks of `c`, in group order; this process among them) to all of them,
+    /// in that order, exchanging messages only among them on `c`'s internal context with
+    /// tags `tag` (gather) and `tag + 1` (broadcast).
+    fn allgather_among(&mut self, c: CommId, members: &[u32], mine: &[u8], tag: i32) -> Result<Vec<u8>> {
+        let me = self.comm_rank(c)?;
+        let pos = members
+            .iter()
+            .position(|&r| r == me)
+            .ok_or_else(|| Error::InvalidArg("this process is not a member of the group".into()))?;
+        let n = mine.len();
+        let mut all = vec![0u8; n * members.len()];
+        if pos == 0 {
+            all[..n].copy_from_slice(mine);
+            for (i, &r) in members.iter().enumerate().skip(1) {
+                let got = self.recv_internal(c, &mut all[i * n..(i + 1) * n], r, tag)?;
+                if got != n {
+                    return Err(Error::InvalidArg("group creation: member sent a bad record".into()));
+                }
+            }
+            for &r in &members[1..] {
+                self.isend_internal(c, &all, r, tag + 1)?;
+            }
+        } else {
+            self.isend_internal(c, mine, members[0], tag)?;
+            let got = self.recv_internal(c, &mut all, members[0], tag + 1)?;
+            if got != all.len() {
+                return Err(Error::InvalidArg("group creation: bad broadcast record".into()));
+            }
+        }
+        Ok(all)
+    }
+
+    /// A communicator of the members of `c` listed in `members` (ranks of `c`, distinct, in
+    /// the new communicator's rank order), created by those members only (`MPI_Comm_create_group`):
+    /// they agree on a context id among themselves. `tag` (0..2^28) separates concurrent
+    /// creations over overlapping groups; the messages use internal tags 4 + 2·tag and the one
+    /// after, clear of the internal barrier and gather tags.
+    pub fn comm_create_group(&mut self, c: CommId, members: &[u32], tag: i32) -> Result<CommId> {
+        if !(0..1 << 28).contains(&tag) {
+            return Err(Error::InvalidTag(tag));
+        }
+        let size = self.comm_size(c)?;
+        if members.iter().any(|&r| r >= size) {
+            return Err(Error::InvalidArg("group member outside the communicator".into()));
+        }
+        let all = self.allgather_among(c, members, &self.core.next_ctx.to_le_bytes(), 4 + 2 * tag)?;
+        let ctx =
+            all.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4"))).max().unwrap_or(2);
+        let parent = self.core.comms.get(c)?;
+        let me = parent.rank;
+        let world_of: Vec<u32> = members.iter().map(|&r| parent.world_of[r as usize]).collect();
+        let rank = members.iter().position(|&r| r == me).expect("checked by allgather_among") as u32;
+        self.install_comm(ctx, rank, world_of)
+    }
+
     /// Split `c` by `color` (≥ 0, or [`UNDEFINED`] to get no communicator), ordering each new
     /// group by `key` then by rank in `c`. Collective over `c`.
     pub fn comm_split(&mut self, c: CommId, color: i32, key: i32) -> Result<Option<CommId>> {

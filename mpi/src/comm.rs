@@ -1,16 +1,21 @@
 //! Communicators: the MPI object around an operations-core communicator id (its error
-//! handler, name and attributes), the predefined `MPI_COMM_WORLD` and `MPI_COMM_SELF`, and
-//! the communicator functions.
+//! handler, name, attributes, info hints and topology), the predefined `MPI_COMM_WORLD` and
+//! `MPI_COMM_SELF`, and the communicator functions (creation from groups, splits by node,
+//! duplication with attribute copying, freeing with attribute deletion).
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
+use std::rc::Rc;
 
 use weft::ops::CommId;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{looks_like, Kind, Table};
+use crate::info::Info;
+use crate::request::{empty_status, Req};
 use crate::state::{call, Mpi, On};
+use crate::topo::Topology;
 use crate::{export, put};
 
 /// One communicator as the application sees it.
@@ -22,11 +27,23 @@ pub(crate) struct CommObj {
     pub(crate) attrs: HashMap<c_int, usize>,
     /// For an intercommunicator (`id` is then the union of both groups): the groups' places.
     pub(crate) inter: Option<crate::intercomm::Inter>,
+    /// Info hints set by `MPI_Comm_set_info` / `MPI_Comm_dup_with_info`.
+    pub(crate) info: Info,
+    /// The process topology, for communicators made by the topology constructors.
+    pub(crate) topo: Option<Rc<Topology>>,
 }
 
 impl CommObj {
     pub(crate) fn new(id: CommId, errhandler: MPI_Errhandler, name: impl Into<String>) -> CommObj {
-        CommObj { id, errhandler, name: name.into(), attrs: HashMap::new(), inter: None }
+        CommObj {
+            id,
+            errhandler,
+            name: name.into(),
+            attrs: HashMap::new(),
+            info: Info::default(),
+            topo: None,
+            inter: None,
+        }
     }
 }
 
@@ -140,15 +157,232 @@ export! {
     }
 }
 
+impl Mpi {
+    /// Duplicate `comm` (collective): a new communicator with the same group (both groups of an
+    /// intercommunicator), error handler, topology, copied attributes, and `info` as its hints.
+    pub(crate) fn dup_comm(&self, comm: MPI_Comm, info: Info) -> MpiResult<MPI_Comm> {
+        let id = self.core.comm_dup(self.comm(comm)?)?;
+        let (topo, inter) = {
+            let comms = self.comms.borrow();
+            let c = comms.get(comm);
+            (c.and_then(|c| c.topo.clone()), c.and_then(|c| c.inter))
+        };
+        let topo = match topo {
+            Some(t) => Some(Rc::new(t.dup(self)?)),
+            None => None,
+        };
+        let h = self.new_comm(comm, id);
+        let attrs = match self.copy_comm_attrs(comm) {
+            Ok(a) => a,
+            Err(e) => {
+                self.drop_comm(h)?;
+                return Err(e);
+            }
+        };
+        let mut comms = self.comms.borrow_mut();
+        let c = comms.get_mut(h).ok_or_else(|| invalid(h))?;
+        c.attrs = attrs;
+        c.info = info;
+        c.topo = topo;
+        c.inter = inter;
+        Ok(h)
+    }
+
+    /// Free created communicator `h`: its attributes (delete callbacks), its topology's
+    /// hidden communicator, and its core communicator.
+    pub(crate) fn drop_comm(&self, h: MPI_Comm) -> MpiResult {
+        let deleted = self.delete_comm_attrs(h);
+        let c = self.comms.borrow_mut().remove(h).ok_or_else(|| invalid(h))?;
+        if let Some(t) = &c.topo {
+            self.core.comm_free(t.hidden)?;
+        }
+        self.core.comm_free(c.id)?;
+        deleted
+    }
+
+    /// A handle for `id`, made from `parent`, or `MPI_COMM_NULL` for `None`.
+    fn comm_or_null(&self, parent: MPI_Comm, id: Option<CommId>) -> MPI_Comm {
+        id.map_or(MPI_COMM_NULL, |id| self.new_comm(parent, id))
+    }
+}
+
 export! {
-    /// `MPI_Comm_dup`: a new communicator over the same group (collective).
+    /// `MPI_Comm_dup`: a new communicator over the same group (collective), with the
+    /// attributes the copy callbacks give it and the same info hints.
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) {
         call("MPI_Comm_dup", On::Comm(comm), |m| {
             if newcomm.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
             }
-            let id = m.core.comm_dup(m.comm(comm)?)?;
-            let h = m.new_comm(comm, id);
+            let info = m.comms.borrow().get(comm).map(|c| c.info.clone()).unwrap_or_default();
+            let h = m.dup_comm(comm, info)?;
+            // SAFETY: checked non-null above.
+            unsafe { put(newcomm, h, "newcomm") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_dup_with_info`: as `MPI_Comm_dup`, with `info` as the new hints.
+    fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) {
+        call("MPI_Comm_dup_with_info", On::Comm(comm), |m| {
+            if newcomm.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
+            }
+            let i = m.info_or_empty(info)?;
+            let h = m.dup_comm(comm, i)?;
+            // SAFETY: checked non-null above.
+            unsafe { put(newcomm, h, "newcomm") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_idup`: weft duplicates at the call (blocking until every member has called)
+    /// and returns a request that is already complete. A program that makes a member's call
+    /// depend on a message another member sends only after its own `MPI_Comm_idup` deadlocks.
+    fn MPI_Comm_idup / PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) {
+        call("MPI_Comm_idup", On::Comm(comm), |m| {
+            if newcomm.is_null() || request.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` or `request` is NULL"));
+            }
+            let info = m.comms.borrow().get(comm).map(|c| c.info.clone()).unwrap_or_default();
+            let h = m.dup_comm(comm, info)?;
+            let r = m.reqs.borrow_mut().insert(Req::Done { status: empty_status(), comm });
+            // SAFETY: checked non-null above.
+            unsafe {
+                *newcomm = h;
+                *request = r;
+            }
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_set_info`: replace the communicator's hints.
+    fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) {
+        call("MPI_Comm_set_info", On::Comm(comm), |m| {
+            let i = m.info(info)?;
+            let mut comms = m.comms.borrow_mut();
+            comms.get_mut(comm).ok_or_else(|| invalid(comm))?.info = i;
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_get_info`: a new info object with the communicator's hints.
+    fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: MPI_Comm, info: *mut MPI_Info) {
+        call("MPI_Comm_get_info", On::Comm(comm), |m| {
+            if info.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `info_used` is NULL"));
+            }
+            let i = m.comms.borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
+            let h = m.new_info(i);
+            // SAFETY: checked non-null above.
+            unsafe { put(info, h, "info_used") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_create` (collective over `comm`): a communicator of `group`'s members, in
+    /// group order; processes outside the group get `MPI_COMM_NULL`. Disjoint groups given by
+    /// different processes make one communicator each.
+    fn MPI_Comm_create / PMPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) {
+        call("MPI_Comm_create", On::Comm(comm), |m| {
+            if newcomm.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
+            }
+            let id = m.comm(comm)?;
+            let g = m.group(group)?;
+            let members = m.core.comm_group(id)?;
+            if let Some(w) = g.ranks.iter().find(|w| !members.contains(w)) {
+                return Err(err!(MPI_ERR_GROUP, "group member (world rank {w}) is not in the communicator"));
+            }
+            let me = m.core.comm_rank(m.core.world())?;
+            // Each group is one color: its lowest world rank; the key orders it by group rank.
+            let (color, key) = match g.rank_of(me) {
+                Some(r) => (*g.ranks.iter().min().expect("non-empty") as i32, r as i32),
+                None => (weft::UNDEFINED, 0),
+            };
+            let h = m.comm_or_null(comm, m.core.comm_split(id, color, key)?);
+            // SAFETY: checked non-null above.
+            unsafe { put(newcomm, h, "newcomm") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_create_group` (collective over `group`'s members only): they agree on a
+    /// context among themselves; a process outside the group gets `MPI_COMM_NULL`. Tags that
+    /// differ by a multiple of 2^28 are not told apart between concurrent creations.
+    fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) {
+        call("MPI_Comm_create_group", On::Comm(comm), |m| {
+            if newcomm.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
+            }
+            let tag = crate::p2p::send_tag(tag)?;
+            let id = m.comm(comm)?;
+            let g = m.group(group)?;
+            let members = m.core.comm_group(id)?;
+            let ranks = g
+                .ranks
+                .iter()
+                .map(|w| {
+                    members.iter().position(|x| x == w).map(|r| r as u32).ok_or_else(|| {
+                        err!(MPI_ERR_GROUP, "group member (world rank {w}) is not in the communicator")
+                    })
+                })
+                .collect::<MpiResult<Vec<u32>>>()?;
+            let me = m.core.comm_rank(id)?;
+            let h = if ranks.contains(&me) {
+                let nid = m.core.comm_create_group(id, &ranks, tag & ((1 << 28) - 1))?;
+                m.new_comm(comm, nid)
+            } else {
+                MPI_COMM_NULL
+            };
+            // SAFETY: checked non-null above.
+            unsafe { put(newcomm, h, "newcomm") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_split_type`: `MPI_COMM_TYPE_SHARED` groups the processes on one node (the
+    /// runtime's node ids; `weft-run --nodes` virtual nodes count as nodes). The hardware
+    /// types know one level, the node: `MPI_COMM_TYPE_HW_GUIDED` and
+    /// `MPI_COMM_TYPE_RESOURCE_GUIDED` with info `mpi_hw_resource_type=mpi_shared_memory` split
+    /// by node, other values give `MPI_COMM_NULL`; `MPI_COMM_TYPE_HW_UNGUIDED` gives the node's
+    /// communicator if it is smaller than `comm`, else `MPI_COMM_NULL`.
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) {
+        call("MPI_Comm_split_type", On::Comm(comm), |m| {
+            if newcomm.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
+            }
+            let id = m.comm(comm)?;
+            let hints = m.info_or_empty(info)?;
+            let node = m.core.node_id() as i32;
+            let color = match split_type {
+                MPI_UNDEFINED => weft::UNDEFINED,
+                MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_UNGUIDED => node,
+                MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => {
+                    match hints.get("mpi_hw_resource_type") {
+                        Some("mpi_shared_memory") => node,
+                        _ => weft::UNDEFINED,
+                    }
+                }
+                other => return Err(err!(MPI_ERR_ARG, "invalid split type {other}")),
+            };
+            let mut h = m.comm_or_null(comm, m.core.comm_split(id, color, key)?);
+            if split_type == MPI_COMM_TYPE_HW_UNGUIDED && h != MPI_COMM_NULL {
+                let size = m.core.comm_size(m.comm(h)?)?;
+                if size == m.core.comm_size(id)? {
+                    m.drop_comm(h)?;
+                    h = MPI_COMM_NULL;
+                }
+            }
             // SAFETY: checked non-null above.
             unsafe { put(newcomm, h, "newcomm") }
         })
@@ -166,10 +400,7 @@ export! {
                 return Err(err!(MPI_ERR_ARG, "invalid color {color}: colors are >= 0 or MPI_UNDEFINED"));
             }
             let c = if color == MPI_UNDEFINED { weft::UNDEFINED } else { color };
-            let h = match m.core.comm_split(m.comm(comm)?, c, key)? {
-                Some(id) => m.new_comm(comm, id),
-                None => MPI_COMM_NULL,
-            };
+            let h = m.comm_or_null(comm, m.core.comm_split(m.comm(comm)?, c, key)?);
             // SAFETY: checked non-null above.
             unsafe { put(newcomm, h, "newcomm") }
         })
@@ -188,12 +419,11 @@ export! {
             if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
                 return Err(err!(MPI_ERR_COMM, "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed"));
             }
-            let id = m.comm(h)?;
-            m.core.comm_free(id)?;
-            m.comms.borrow_mut().remove(h);
+            m.comm(h)?;
+            let r = m.drop_comm(h);
             // SAFETY: as above.
             unsafe { *comm = MPI_COMM_NULL };
-            Ok(())
+            r
         })
     }
 }

@@ -46,6 +46,8 @@ fn init(level: c_int) -> MpiResult {
         ops: RefCell::new(UserOps::new()),
         groups: Mpi::group_table(),
         errhandlers: RefCell::new(Errhandlers::new()),
+        infos: RefCell::new(crate::handle::Table::new(crate::handle::Kind::Info)),
+        keyvals: RefCell::new(crate::attr::Keyvals::new()),
         finalized: Cell::new(false),
         last_error: RefCell::new(None),
     });

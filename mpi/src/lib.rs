@@ -9,7 +9,8 @@
 //! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
 //! environment queries), `comm` (communicators), `intercomm` (intercommunicators), `group`, `datatype` (type descriptions),
 //! `request` (requests and completion), `p2p` (point-to-point), `op` (reduction operations),
-//! `coll` (collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`).
+//! `coll` (collectives), `attr` (attribute caching), `info`, `topo` (process topologies),
+//! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
 //! a profiling library defines itself to intercept the call; in a shared library the dynamic
@@ -18,6 +19,7 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
+pub mod attr;
 mod coll;
 mod comm;
 mod datatype;
@@ -25,16 +27,23 @@ mod errhandler;
 pub mod error;
 mod group;
 mod handle;
+mod info;
 mod init;
 mod intercomm;
+mod neighbor;
 mod op;
 mod p2p;
 mod request;
 mod state;
+mod topo;
 mod ulfm;
 
-// The exported functions, for Rust programs and tests that link the crate.
-pub use crate::{coll::*, comm::*, errhandler::*, init::*, intercomm::*, op::*, p2p::*, request::*, ulfm::*};
+// Every exported function, reachable from Rust too (the crate's examples and tests call them
+// directly).
+pub use crate::{
+    attr::*, coll::*, comm::*, errhandler::*, group::*, info::*, init::*, intercomm::*, neighbor::*, op::*,
+    p2p::*, request::*, topo::*, ulfm::*,
+};
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
 /// or pointer; pointers are checked before use (null where the standard forbids it is

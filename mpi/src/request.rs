@@ -36,12 +36,14 @@ pub(crate) enum Req {
     Core { id: ReqId, comm: MPI_Comm, after: After },
     /// Already complete (a receive from `MPI_PROC_NULL`, ...) with this status.
     Done { status: MPI_Status, comm: MPI_Comm },
+    /// Several core requests that complete as one (a neighborhood collective).
+    Parts { parts: crate::neighbor::Parts, comm: MPI_Comm },
 }
 
 impl Req {
     pub(crate) fn comm(&self) -> MPI_Comm {
         match self {
-            Req::Core { comm, .. } | Req::Done { comm, .. } => *comm,
+            Req::Core { comm, .. } | Req::Done { comm, .. } | Req::Parts { comm, .. } => *comm,
         }
     }
 }
@@ -64,6 +66,11 @@ impl Requests {
     #[inline]
     pub(crate) fn get(&self, h: MPI_Request) -> Option<&Req> {
         self.table.get(h)
+    }
+
+    #[inline]
+    pub(crate) fn get_mut(&mut self, h: MPI_Request) -> Option<&mut Req> {
+        self.table.get_mut(h)
     }
 
     #[inline]
@@ -146,14 +153,20 @@ pub(crate) type Outcome = (MPI_Status, Option<MpiErr>);
 /// Complete request `h` (blocking if `block`); `None` if it is still pending. A completed
 /// request is freed.
 pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
-    let (id, comm) = match m.reqs.borrow().get(h) {
+    // The table's borrow ends with this statement: the arms below borrow it again.
+    let head = m.reqs.borrow().get(h).map(|r| match r {
+        Req::Done { status, .. } => Err(Some(*status)),
+        Req::Parts { .. } => Err(None),
+        Req::Core { id, comm, .. } => Ok((*id, *comm)),
+    });
+    let (id, comm) = match head {
         None => return Err(invalid(h)),
-        Some(Req::Done { status, .. }) => {
-            let st = *status;
+        Some(Err(Some(st))) => {
             m.reqs.borrow_mut().remove(h);
             return Ok(Some((st, None)));
         }
-        Some(Req::Core { id, comm, .. }) => (*id, *comm),
+        Some(Err(None)) => return crate::neighbor::complete_parts(m, h, block),
+        Some(Ok(x)) => x,
     };
     let res = if block {
         block_on(m, id)

@@ -19,12 +19,14 @@ use parking_lot::ReentrantMutex;
 use weft::ops::OpsCore;
 
 use crate::abi::*;
+use crate::attr::Keyvals;
 use crate::comm::Comms;
 use crate::datatype::Types;
 use crate::errhandler::{self, Errhandlers};
 use crate::error::{MpiErr, MpiResult};
 use crate::group::Group;
 use crate::handle::{Kind, Table};
+use crate::info::Info;
 use crate::op::UserOps;
 use crate::request::Requests;
 
@@ -41,6 +43,8 @@ pub(crate) struct Mpi {
     pub(crate) ops: RefCell<UserOps>,
     pub(crate) groups: RefCell<Table<Group>>,
     pub(crate) errhandlers: RefCell<Errhandlers>,
+    pub(crate) infos: RefCell<Table<Info>>,
+    pub(crate) keyvals: RefCell<Keyvals>,
     /// Set by `MPI_Finalize`; later calls fail.
     pub(crate) finalized: Cell<bool>,
     /// The last error raised, for `MPI_Error_string` to give its details.

@@ -170,6 +170,23 @@ impl OpsCore {
         self.eng()?.comm_split(c, color, key)
     }
 
+    /// A communicator of the ranks `members` of `c` (in that order), created by those members
+    /// only; `tag` separates concurrent creations over overlapping groups.
+    pub fn comm_create_group(&self, c: CommId, members: &[u32], tag: i32) -> EngineResult<CommId> {
+        self.eng()?.comm_create_group(c, members, tag)
+    }
+
+    /// The node this process runs on (the runtime's dense node id; `weft-run`'s virtual nodes
+    /// count as nodes).
+    pub fn node_id(&self) -> u32 {
+        self.rt.borrow().node_id()
+    }
+
+    /// Number of processes in the job.
+    pub fn job_size(&self) -> u32 {
+        self.rt.borrow().size()
+    }
+
     /// Free `c`; receives still posted on it complete with `InvalidComm`.
     pub fn comm_free(&self, c: CommId) -> EngineResult<()> {
         self.eng()?.comm_free(c)
