@@ -56,9 +56,21 @@ pub struct Ran {
 /// weft-run's own timeout of `secs` and a supervisor deadline a little later; panics, showing
 /// the output, if the job hangs.
 pub fn job(n: u32, prog: &PathBuf, args: &[&str], envs: &[(&str, &str)], secs: u64) -> Ran {
+    job_on(n, &[], prog, args, envs, secs)
+}
+
+/// As [`job`], with launcher options (`--nodes 2`, ...).
+pub fn job_on(
+    n: u32,
+    launcher: &[&str],
+    prog: &PathBuf,
+    args: &[&str],
+    envs: &[(&str, &str)],
+    secs: u64,
+) -> Ran {
     let _one = ONE_JOB.lock().unwrap_or_else(|p| p.into_inner());
     let mut cmd = Command::new(weft_run());
-    cmd.args(["-n", &n.to_string(), "--timeout", &secs.to_string()]).arg(prog).args(args);
+    cmd.args(["-n", &n.to_string(), "--timeout", &secs.to_string()]).args(launcher).arg(prog).args(args);
     cmd.env("WEFT_PROGRESS", "yield");
     for (k, v) in envs {
         cmd.env(k, v);
@@ -74,4 +86,17 @@ pub fn job(n: u32, prog: &PathBuf, args: &[&str], envs: &[(&str, &str)], secs: u
             done.stderr
         ),
     }
+}
+
+/// Run example `name` (see [`job_on`]) and require a zero exit status; its stdout.
+pub fn ok(n: u32, launcher: &[&str], name: &str, args: &[&str]) -> String {
+    let r = job_on(n, launcher, &example(name), args, &[], 60);
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{name} -n {n} {launcher:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    r.stdout
 }
