@@ -9,7 +9,8 @@
 //! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
 //! environment queries), `comm` (communicators), `group`, `datatype` (type descriptions),
 //! `request` (requests and completion), `p2p` (point-to-point), `op` (reduction operations),
-//! `coll` (collectives).
+//! `coll` (collectives), `address` (`MPI_Aint` arithmetic), `profiling`
+//! (`MPI_Pcontrol`), `unsupported` (the generated stubs of everything else).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
 //! a profiling library defines itself to intercept the call; in a shared library the dynamic
@@ -18,6 +19,7 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
+mod address;
 mod coll;
 mod comm;
 mod datatype;
@@ -28,8 +30,10 @@ mod handle;
 mod init;
 mod op;
 mod p2p;
+mod profiling;
 mod request;
 mod state;
+mod unsupported;
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
 /// or pointer; pointers are checked before use (null where the standard forbids it is
