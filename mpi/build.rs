@@ -31,7 +31,7 @@ fn main() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return; // -soname is an ELF option.
     }
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
+    println!("cargo:rustc-link-arg-cdylib=-Wl,-soname,{SONAME}");
     if let Some(dir) = profile_dir() {
         let link = dir.join(SONAME);
         if std::fs::symlink_metadata(&link).is_err() {
