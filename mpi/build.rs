@@ -59,6 +59,7 @@ fn stubs() {
         let text = read(&manifest.join(h));
         declared.extend(declarations(&text));
     }
+    let abi_rs = read(&manifest.join("src/abi.rs"));
     let mut defined = BTreeMap::new();
     rust_definitions(&manifest.join("src"), &mut defined);
     for (name, file) in &defined {
@@ -72,7 +73,7 @@ fn stubs() {
     for (name, ret) in &missing {
         let value = match ret.as_str() {
             "int" => String::new(),
-            handle if null_handle(handle).is_some() => null_handle(handle).unwrap(),
+            handle if null_handle(handle, &abi_rs).is_some() => null_handle(handle, &abi_rs).unwrap(),
             other => panic!(
                 "{name} returns `{other}`: a stub can only return an error code or a null handle; \
                  implement it in src/"
@@ -189,22 +190,11 @@ fn rust_definitions(dir: &Path, found: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The Rust expression of the null handle a stub returning handle type `ty` gives back.
-fn null_handle(ty: &str) -> Option<String> {
-    const HANDLES: [&str; 11] = [
-        "MPI_Comm",
-        "MPI_Datatype",
-        "MPI_Errhandler",
-        "MPI_File",
-        "MPI_Group",
-        "MPI_Info",
-        "MPI_Message",
-        "MPI_Op",
-        "MPI_Request",
-        "MPI_Session",
-        "MPI_Win",
-    ];
-    HANDLES.contains(&ty).then(|| format!("{}_NULL", ty.to_uppercase()))
+/// The null handle a stub returning handle type `ty` gives back: the `<TY>_NULL` constant of
+/// that type in `abi` (`src/abi.rs`, text `abi_rs`), if there is one.
+fn null_handle(ty: &str, abi_rs: &str) -> Option<String> {
+    let null = format!("{}_NULL", ty.to_uppercase());
+    abi_rs.contains(&format!("pub const {null}: {ty} = ")).then_some(null)
 }
 
 fn read(path: &Path) -> String {

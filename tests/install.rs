@@ -191,6 +191,10 @@ int main(int argc, char **argv) {
     let sum: usize = (0..RANKS).sum();
     for r in 0..RANKS {
         let line = format!("mpi rank {r} of {RANKS} sum {sum} ft 103");
-        assert_eq!(stdout.lines().filter(|l| *l == line).count(), 1, "expected `{line}` once; stdout:\n{stdout}");
+        assert_eq!(
+            stdout.lines().filter(|l| *l == line).count(),
+            1,
+            "expected `{line}` once; stdout:\n{stdout}"
+        );
     }
 }
