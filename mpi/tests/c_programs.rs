@@ -76,3 +76,34 @@ fn weft_mpicc_and_mpicc_abi_binaries_agree_on_weft() {
     let exe = build(&[&mpicc_abi], "ring_sum", "mpich");
     assert_eq!(run2(&exe), weft, "the mpicc_abi binary on weft's library");
 }
+
+/// Every function both headers declare, and its `PMPI_` twin, is a defined dynamic symbol of
+/// `libmpi_abi.so` (a source mention that fooled build.rs's scan would leave one undefined).
+#[test]
+fn the_library_exports_every_declared_function() {
+    let lib = common::target_dir().join("libmpi_abi.so");
+    let Ok(out) = Command::new("nm").args(["-D", "--defined-only"]).arg(&lib).output() else {
+        println!("skipped: no nm (binutils) to list the symbols of {}", lib.display());
+        return;
+    };
+    assert!(out.status.success(), "nm {}: {}", lib.display(), String::from_utf8_lossy(&out.stderr));
+    let nm = String::from_utf8_lossy(&out.stdout);
+    let exported: std::collections::HashSet<&str> =
+        nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let mut declared = 0;
+    for h in ["mpi.h", "mpi-ext.h"] {
+        let text = std::fs::read_to_string(repo().join("mpi/include").join(h)).unwrap();
+        for line in text.lines().filter(|l| !l.starts_with("typedef") && l.ends_with(");")) {
+            let name = line.split('(').next().unwrap().rsplit([' ', '*']).next().unwrap();
+            if name.starts_with("MPI") || name.starts_with("PMPI") {
+                declared += 1;
+                assert!(
+                    exported.contains(name),
+                    "{name} (declared in {h}) is not exported by {}",
+                    lib.display()
+                );
+            }
+        }
+    }
+    assert!(declared > 1300, "only {declared} declarations found");
+}
