@@ -22,7 +22,11 @@ fn main() {
     if env("CARGO_CFG_TARGET_OS") != "linux" {
         return; // -soname is an ELF (GNU ld / lld) option; other targets keep the plain name.
     }
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+    // `rustc-link-arg-cdylib` would also reach the cdylibs of dependent packages (cargo keeps
+    // that old behaviour of `rustc-cdylib-link-arg`), where it overrode weft-mpi's own SONAME
+    // (`libmpi_abi.so.1`). `rustc-link-arg` applies only to this package's linked targets; on
+    // its test executables an SONAME has no effect.
+    println!("cargo:rustc-link-arg=-Wl,-soname,{soname}");
     if let Some(dir) = profile_dir() {
         let link = dir.join(&soname);
         if std::fs::symlink_metadata(&link).is_err() {

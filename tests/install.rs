@@ -69,6 +69,7 @@ fn c_program_from_installed_prefix() {
     // The library and launcher of the current code (no-ops when `cargo test` built them).
     cargo_build(&["-p", "weft", "--lib"], &profile);
     cargo_build(&["-p", "weft-pmix", "--bin", "weft-run"], &profile);
+    cargo_build(&["-p", "weft-mpi", "--lib"], &profile);
 
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("install");
     let _ = std::fs::remove_dir_all(&work);
@@ -92,6 +93,11 @@ fn c_program_from_installed_prefix() {
         "lib/pkgconfig/weft.pc".into(),
         "include/weft.h".into(),
         "bin/weft-run".into(),
+        "lib/libmpi_abi.so.1".into(),
+        "lib/libmpi_abi.so".into(),
+        "include/mpi.h".into(),
+        "include/mpi-ext.h".into(),
+        "bin/weft-mpicc".into(),
     ] {
         assert!(prefix.join(&f).exists(), "{f} not installed under {}", prefix.display());
     }
@@ -143,5 +149,52 @@ fn c_program_from_installed_prefix() {
                 "expected `{line}` once; stdout:\n{stdout}"
             );
         }
+    }
+
+    mpi_program_from_installed_prefix(&prefix, &work);
+}
+
+/// An MPI program built with the installed weft-mpicc loads the installed libmpi_abi.so.1 and
+/// runs under the installed weft-run.
+fn mpi_program_from_installed_prefix(prefix: &Path, work: &Path) {
+    let src = work.join("mpi_hello.c");
+    std::fs::write(
+        &src,
+        r#"#include <mpi.h>
+#include <mpi-ext.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, sum = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("mpi rank %d of %d sum %d ft %d\n", rank, size, sum, MPIX_ERR_REVOKED);
+    return MPI_Finalize();
+}
+"#,
+    )
+    .unwrap();
+    let exe = work.join("mpi_hello");
+    let mpicc = prefix.join("bin/weft-mpicc");
+    let vars = [("MPICC", mpicc.as_path()), ("SRC", src.as_path()), ("EXE", exe.as_path())];
+    sh(r#""$MPICC" -Wall -Wextra -Werror "$SRC" -o "$EXE""#, &vars);
+    let ldd = sh(r#"ldd "$EXE""#, &vars);
+    let line = ldd.lines().find(|l| l.contains("libmpi_abi")).unwrap_or_else(|| panic!("ldd:\n{ldd}"));
+    let want = format!("libmpi_abi.so.1 => {}/", prefix.join("lib").display());
+    assert!(line.trim_start().starts_with(&want), "ldd: `{line}`, expected `{want}...`");
+
+    let mut cmd = Command::new(prefix.join("bin/weft-run"));
+    cmd.args(["-n", &RANKS.to_string(), "--timeout", &JOB_TIMEOUT.to_string()]).arg(&exe);
+    cmd.env("WEFT_PROGRESS", "yield");
+    let stdout = ok(cmd, Duration::from_secs(JOB_TIMEOUT + 15));
+    let sum: usize = (0..RANKS).sum();
+    for r in 0..RANKS {
+        let line = format!("mpi rank {r} of {RANKS} sum {sum} ft 103");
+        assert_eq!(
+            stdout.lines().filter(|l| *l == line).count(),
+            1,
+            "expected `{line}` once; stdout:\n{stdout}"
+        );
     }
 }

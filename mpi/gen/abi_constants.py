@@ -62,6 +62,7 @@ def main():
         "",
     ]
     cat = None
+    names = []
     for v in consts:
         rt = rust_type(v["handle_types"]["c"]["type"])
         val = v["abi_value"]
@@ -74,6 +75,15 @@ def main():
         if lit is None:
             continue
         out.append("pub const {}: {} = {};".format(v["name"], rt, lit))
+        names.append(v["name"])
+    out += [
+        "",
+        "/// Every constant above with its value as an integer, in table order: what a C program",
+        "/// compiled against a standard-ABI `mpi.h` must see (`mpi/tests/abi_constants.rs`).",
+        "pub const ALL: &[(&str, i64)] = &[",
+    ]
+    out += ["    (\"{0}\", {0} as i64),".format(n) for n in names]
+    out.append("];")
     print("\n".join(out))
 
 

@@ -10,7 +10,9 @@
 //! environment queries), `comm` (communicators), `intercomm` (intercommunicators), `group`, `datatype` (type descriptions),
 //! `request` (requests and completion), `p2p` (point-to-point), `op` (reduction operations),
 //! `coll` (collectives), `attr` (attribute caching), `info`, `topo` (process topologies),
-//! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`).
+//! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`), `address`
+//! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `unsupported` (the generated stubs of
+//! everything else).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
 //! a profiling library defines itself to intercept the call; in a shared library the dynamic
@@ -19,6 +21,7 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
+mod address;
 pub mod attr;
 mod coll;
 mod comm;
@@ -33,16 +36,18 @@ mod intercomm;
 mod neighbor;
 mod op;
 mod p2p;
+mod profiling;
 mod request;
 mod state;
 mod topo;
 mod ulfm;
+mod unsupported;
 
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
 pub use crate::{
-    attr::*, coll::*, comm::*, errhandler::*, group::*, info::*, init::*, intercomm::*, neighbor::*, op::*,
-    p2p::*, request::*, topo::*, ulfm::*,
+    address::*, attr::*, coll::*, comm::*, errhandler::*, group::*, info::*, init::*, intercomm::*,
+    neighbor::*, op::*, p2p::*, profiling::*, request::*, topo::*, ulfm::*,
 };
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value

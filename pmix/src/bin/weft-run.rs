@@ -14,6 +14,11 @@
 //! each node its own network namespace joined by veth pairs to a bridge in a launcher-owned
 //! namespace (see `weft_run/netns.rs`); `WEFT_FI_DOMAIN` is then the node's veth (`wnK`).
 //!
+//! MPI programs: when weft's MPI library (`libmpi_abi.so.1`) sits beside weft-run (or in
+//! `../lib`), its directory goes first in the ranks' `LD_LIBRARY_PATH`, so a standard-ABI MPI
+//! program runs on weft as it is; `--no-mpi-lib` or `WEFT_RUN_MPI_LIB=0` turns that off (see
+//! `weft_run/mpi_lib.rs`).
+//!
 //! Fault injection: `--kill-node NODE@SECS` SIGKILLs every rank of NODE at once SECS after
 //! start; survivors get TERMINATED for each of them and the exit status counts them as failed.
 //! Ranks can do the same at a chosen point with the KILL_NODE / KILL_RANK protocol ops.
@@ -37,6 +42,8 @@ macro_rules! note {
 mod fence;
 #[path = "weft_run/job.rs"]
 mod job;
+#[path = "weft_run/mpi_lib.rs"]
+mod mpi_lib;
 #[path = "weft_run/netns.rs"]
 mod netns;
 #[path = "weft_run/nodes.rs"]
@@ -90,6 +97,10 @@ struct Cli {
     /// (repeatable).
     #[arg(long, value_name = "NODE@SECS", value_parser = parse_node_at)]
     partition: Vec<NodeAt>,
+    /// Do not put the directory of weft's MPI library (libmpi_abi.so.1 beside weft-run, or in
+    /// ../lib) first in the ranks' LD_LIBRARY_PATH (also: WEFT_RUN_MPI_LIB=0).
+    #[arg(long = "no-mpi-lib")]
+    no_mpi_lib: bool,
     /// The program to run and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -213,8 +224,13 @@ fn run(cli: Cli) -> u8 {
         Some(ns) => (0..k).map(|i| ns.fd(i)).collect(),
         None => Vec::new(),
     };
+    let ld_library_path = (!cli.no_mpi_lib && mpi_lib::enabled_by_env())
+        .then(|| std::env::current_exe().ok().and_then(|exe| mpi_lib::library_dir(&exe)))
+        .flatten()
+        .map(|dir| mpi_lib::library_path(&dir, std::env::var_os("LD_LIBRARY_PATH")));
     let spec = SpawnSpec {
         prog: &prog,
+        ld_library_path: ld_library_path.as_deref(),
         argv0: prog_arg,
         args: &cli.command[1..],
         sock: &run_dir.sock,

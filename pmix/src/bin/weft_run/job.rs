@@ -192,6 +192,8 @@ impl Proc {
 /// What every rank's environment gets besides its rank.
 pub struct SpawnSpec<'a> {
     pub prog: &'a Path,
+    /// `LD_LIBRARY_PATH` of every rank (`None`: inherited as it is).
+    pub ld_library_path: Option<&'a OsStr>,
     pub argv0: &'a OsStr,
     pub args: &'a [OsString],
     pub sock: &'a Path,
@@ -213,6 +215,9 @@ pub fn spawn_rank(spec: &SpawnSpec<'_>, rank: u32, pgid: Option<Pid>) -> io::Res
     let mut cmd = Command::new(spec.prog);
     if let Some(dom) = &spec.fi_domains[node] {
         cmd.env("WEFT_FI_DOMAIN", dom);
+    }
+    if let Some(path) = spec.ld_library_path {
+        cmd.env("LD_LIBRARY_PATH", path);
     }
     let netns = spec.netns_fds.get(node).copied();
     cmd.arg0(spec.argv0)

@@ -1,0 +1,109 @@
+//! C programs through weft's MPI library: a smoke test of a few calls through weft's own
+//! headers (built with `scripts/weft-mpicc`), and one standard-ABI source built both with
+//! weft-mpicc and with MPICH's `mpicc_abi` (when installed), whose binaries must print the
+//! same under `weft-run -n 2` on weft's library. Every job has a hard timeout.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const JOB_SECS: u64 = 60;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+/// Build `mpi/tests/c/<name>.c` with `compiler` (a weft-mpicc-like command); the executable.
+fn build(compiler: &[&str], name: &str, tag: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_programs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(format!("{name}-{tag}"));
+    let mut cmd = Command::new(compiler[0]);
+    cmd.args(&compiler[1..])
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg(repo().join(format!("mpi/tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&exe)
+        .env("WEFT_PROFILE", common::target_dir().file_name().unwrap());
+    let out = common::run_with_timeout(cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{compiler:?} {name}.c: {}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+fn weft_mpicc() -> String {
+    repo().join("scripts/weft-mpicc").to_string_lossy().into_owned()
+}
+
+/// Run under `weft-run -n 2` (which puts weft's libmpi_abi.so.1 first on the library path);
+/// the sorted stdout lines.
+fn run2(exe: &PathBuf) -> Vec<String> {
+    common::weft_run();
+    let out = common::weft_job(2, exe, &[], &[], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{} failed: {stderr}\nstdout:\n{stdout}", exe.display());
+    let mut lines: Vec<String> = stdout.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn smoke_through_weft_headers() {
+    let exe = build(&[&weft_mpicc()], "smoke", "weft");
+    assert_eq!(run2(&exe), ["smoke ok rank 0", "smoke ok rank 1"]);
+}
+
+#[test]
+fn weft_mpicc_and_mpicc_abi_binaries_agree_on_weft() {
+    let weft = run2(&build(&[&weft_mpicc()], "ring_sum", "weft"));
+    assert_eq!(
+        weft,
+        ["rank 0 of 2 got 1001 sum 2001 max 1001", "rank 1 of 2 got 1000 sum 2001 max -1"],
+        "weft-mpicc build"
+    );
+    let mpicc_abi = std::env::var("WEFT_MPICC_ABI").unwrap_or_else(|_| "mpicc_abi".into());
+    let found = Command::new(&mpicc_abi).arg("-show").output().is_ok_and(|o| o.status.success());
+    let mpicc_abi = if found { mpicc_abi } else { "/root/.pyenv/versions/3.11.7/bin/mpicc_abi".into() };
+    if !Path::new(&mpicc_abi).exists() && !found {
+        println!(
+            "skipped: the mpicc_abi half (no MPICH mpicc_abi on PATH or WEFT_MPICC_ABI; pip install mpich)"
+        );
+        return;
+    }
+    let exe = build(&[&mpicc_abi], "ring_sum", "mpich");
+    assert_eq!(run2(&exe), weft, "the mpicc_abi binary on weft's library");
+}
+
+/// Every function both headers declare, and its `PMPI_` twin, is a defined dynamic symbol of
+/// `libmpi_abi.so` (a source mention that fooled build.rs's scan would leave one undefined).
+#[test]
+fn the_library_exports_every_declared_function() {
+    let lib = common::target_dir().join("libmpi_abi.so");
+    let Ok(out) = Command::new("nm").args(["-D", "--defined-only"]).arg(&lib).output() else {
+        println!("skipped: no nm (binutils) to list the symbols of {}", lib.display());
+        return;
+    };
+    assert!(out.status.success(), "nm {}: {}", lib.display(), String::from_utf8_lossy(&out.stderr));
+    let nm = String::from_utf8_lossy(&out.stdout);
+    let exported: std::collections::HashSet<&str> =
+        nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let mut declared = 0;
+    for h in ["mpi.h", "mpi-ext.h"] {
+        let text = std::fs::read_to_string(repo().join("mpi/include").join(h)).unwrap();
+        for line in text.lines().filter(|l| !l.starts_with("typedef") && l.ends_with(");")) {
+            let name = line.split('(').next().unwrap().rsplit([' ', '*']).next().unwrap();
+            if name.starts_with("MPI") || name.starts_with("PMPI") {
+                declared += 1;
+                assert!(
+                    exported.contains(name),
+                    "{name} (declared in {h}) is not exported by {}",
+                    lib.display()
+                );
+            }
+        }
+    }
+    assert!(declared > 1300, "only {declared} declarations found");
+}
