@@ -1,5 +1,6 @@
-//! Generates weft-pmix's own FFI bindings to the system OpenPMIx client library (libpmix ≥ 4.2)
-//! and links it. Only what `src/client/` uses is allowlisted.
+//! Generates weft-pmix's own FFI bindings to the system OpenPMIx library (libpmix ≥ 4.2; one
+//! library holds both the client and the server API) and links it. Only what `src/client/` and
+//! `src/server/` use is allowlisted.
 
 use std::env;
 use std::path::PathBuf;
@@ -20,6 +21,14 @@ const FUNCTIONS: &[&str] = &[
     "PMIx_Error_string",
     "PMIx_Value_destruct",
     "PMIx_Get_version",
+    // Server side (weft-run hosts the PMIx server: `src/server/`).
+    "PMIx_server_init",
+    "PMIx_server_finalize",
+    "PMIx_server_register_nspace",
+    "PMIx_server_deregister_nspace",
+    "PMIx_server_register_client",
+    "PMIx_server_setup_fork",
+    "PMIx_Notify_event",
 ];
 
 const TYPES: &[&str] = &[
@@ -36,6 +45,10 @@ const TYPES: &[&str] = &[
     "pmix_event_notification_cbfunc_fn_t",
     "pmix_hdlr_reg_cbfunc_t",
     "pmix_op_cbfunc_t",
+    "pmix_server_module_t",
+    "pmix_modex_cbfunc_t",
+    "pmix_release_cbfunc_t",
+    "pmix_data_range_t",
 ];
 
 /// Constants (numeric and string `#define`s). String keys come out as `&[u8; N]` with a NUL.
@@ -73,6 +86,27 @@ const VARS: &[&str] = &[
     "PMIX_COLLECT_DATA",
     "PMIX_OPTIONAL",
     "PMIX_TIMEOUT",
+    "PMIX_OPERATION_SUCCEEDED",
+    "PMIX_RANGE_.*",
+    "PMIX_UNIV_SIZE",
+    "PMIX_MAX_PROCS",
+    "PMIX_LOCAL_SIZE",
+    "PMIX_NODE_SIZE",
+    "PMIX_NUM_NODES",
+    "PMIX_SPAWNED",
+    "PMIX_PROC_DATA",
+    "PMIX_RANK",
+    "PMIX_LOCAL_RANK",
+    "PMIX_NODE_RANK",
+    "PMIX_APPNUM",
+    "PMIX_INFO",
+    "PMIX_SERVER_TMPDIR",
+    "PMIX_SYSTEM_TMPDIR",
+    "PMIX_SERVER_NSPACE",
+    "PMIX_SERVER_RANK",
+    "PMIX_NODE_MAP",
+    "PMIX_PROC_MAP",
+    "PMIX_NODE_INFO_ARRAY",
 ];
 
 fn main() {

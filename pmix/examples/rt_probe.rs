@@ -6,8 +6,6 @@
 //!   SIGKILLs itself after the first fence (or before it with `before`); survivors poll
 //!   `poll_terminated` until VICTIM is reported, print `DETECT rank=R victim=V delay_us=D`, then
 //!   check that the next fence fails naming exactly VICTIM and the one after succeeds.
-//! - `garbage VICTIM`: after the first fence VICTIM writes garbage on the launcher socket;
-//!   survivors detect it like `kill`.
 //! - `exit VICTIM CODE`: VICTIM exits with CODE after the first fence, without finalize.
 //! - `abort VICTIM CODE`: VICTIM calls `abort(CODE)` after the first fence; others fence again.
 //! - `sleep`: print `PID rank=R pid=P sock=S`, fence, sleep forever.
@@ -20,9 +18,10 @@
 //!   them); the others wait until every rank of NODE is reported terminated and print
 //!   `NODE_DOWN rank=R node=NODE ranks=[…]`, then check that exactly one fence failed, naming
 //!   exactly the ranks of NODE.
-//! - `killnode NODE KILLER [ctl]`: like `nodewait`, but rank KILLER kills NODE itself with
-//!   `LauncherRuntime::kill_node` (or `LauncherControl` with `ctl`) and checks that every
-//!   victim is reported by `poll_terminated` as soon as the call returns (`KILLED …` line).
+//! - `killnode NODE KILLER`: like `nodewait`, but rank KILLER kills NODE itself through
+//!   weft-run's control connection (`LauncherControl::kill_node`), checks the ranks it names and
+//!   the error for a node out of range (`KILLED …` line), then waits for the node-down event
+//!   like the others.
 //! - `net`: (for `--netns`, 2 nodes) the first rank of node 1 listens on TCP on its veth
 //!   address; rank 0 connects across the bridge (`CONNECT ok`), then retries until a
 //!   `--partition 1@…` makes it fail (`PARTITIONED`).
@@ -202,10 +201,6 @@ fn node_down(rt: &mut dyn Runtime, node: u32, first: Option<Vec<u32>>) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mode = args.get(1).cloned().unwrap_or_else(|| "modex".into());
-    if mode == "garbage" {
-        garbage(&args);
-        return;
-    }
     if mode == "killnode" {
         killnode(&args);
         return;
@@ -312,7 +307,7 @@ fn main() {
             println!(
                 "PID rank={r} pid={} sock={}",
                 std::process::id(),
-                std::env::var("WEFT_RUN_SOCK").unwrap_or_default()
+                std::env::var(weft_pmix::launcher::ENV_CTL).unwrap_or_default()
             );
             let _ = std::io::stdout().flush();
             rt.fence().unwrap_or_else(|e| fail(format!("fence: {e}")));
@@ -329,52 +324,41 @@ fn main() {
 fn killnode(args: &[String]) {
     let node = num(args, 2);
     let killer = num(args, 3);
-    let ctl = args.get(4).map(|s| s == "ctl").unwrap_or(false);
-    let mut lr =
-        weft_pmix::launcher::LauncherRuntime::connect().unwrap_or_else(|e| fail(format!("connect: {e}")));
+    let mut rt = weft_pmix::from_env().unwrap_or_else(|e| fail(format!("runtime init: {e}")));
+    let lr = rt.as_mut();
     let r = lr.rank();
-    let first = fence_verdict(&mut lr);
+    let num_nodes = (0..lr.size()).filter_map(|p| lr.node_of(p).ok()).max().map_or(1, |m| m + 1);
+    let first = fence_verdict(lr);
     if r == killer {
-        let killed = if ctl {
-            weft_pmix::launcher::LauncherControl::connect()
-                .and_then(|mut c| c.kill_node(node))
-                .unwrap_or_else(|e| fail(format!("LauncherControl::kill_node: {e}")))
-        } else {
-            lr.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node: {e}")))
-        };
-        // Every TERMINATED was sent before KILL_DONE; with our own connection they are already
-        // buffered. (Through a control connection they may still be in flight.)
+        let mut ctl = weft_pmix::launcher::LauncherControl::connect()
+            .unwrap_or_else(|e| fail(format!("LauncherControl::connect: {e}")));
+        let killed = ctl.kill_node(node).unwrap_or_else(|e| fail(format!("LauncherControl::kill_node: {e}")));
+        // The launcher answered after handing NODE_DOWN to the PMIx server; the event itself
+        // reaches us on libpmix's progress thread, possibly a little later.
         let mut now = Vec::new();
         lr.poll_terminated(&mut now);
         now.sort_unstable();
-        if !ctl && now != killed {
-            fail(format!("rank {r}: kill_node returned {killed:?} but poll_terminated gives {now:?}"));
-        }
         println!("KILLED rank={r} node={node} ranks={killed:?} immediate={}", now.len());
-        let victims = node_ranks(&lr, node);
+        let victims = node_ranks(lr, node);
         if killed != victims {
             fail(format!("rank {r}: killed {killed:?}, node {node} has {victims:?}"));
         }
-        match lr.kill_node(lr.num_nodes()) {
+        match ctl.kill_node(num_nodes) {
             Err(RuntimeError::Launcher(_)) => {}
             other => fail(format!("kill_node(out of range): {other:?}")),
         }
         // The second request names nobody: they are all dead already.
-        let again = lr.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node again: {e}")));
+        let again = ctl.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node again: {e}")));
         if !again.is_empty() {
             fail(format!("second kill_node killed {again:?}"));
         }
         let _ = std::io::stdout().flush();
-        // Continue as a survivor, with the terminations already consumed.
-        let mut rest = Vec::new();
-        lr.poll_terminated(&mut rest);
-        now.extend(rest);
-        node_down_after(&mut lr, node, first, now);
+        node_down_after(lr, node, first, now);
     } else {
         if lr.node_id() == node {
             sleep_forever();
         }
-        node_down(&mut lr, node, first);
+        node_down(lr, node, first);
     }
     lr.finalize().unwrap_or_else(|e| fail(format!("finalize: {e}")));
     println!("OK rank={r} size={}", lr.size());
@@ -448,24 +432,4 @@ fn local_veth_addr() -> Option<String> {
         let f: Vec<&str> = l.split_whitespace().collect();
         (f.len() > 3 && f[1].starts_with("wn")).then(|| f[3].split('/').next().unwrap_or("").to_string())
     })
-}
-
-fn garbage(args: &[String]) {
-    use std::os::fd::AsFd;
-    let victim = num(args, 2);
-    let mut lr =
-        weft_pmix::launcher::LauncherRuntime::connect().unwrap_or_else(|e| fail(format!("connect: {e}")));
-    let r = lr.rank();
-    modex(&mut lr);
-    if r == victim {
-        // Write garbage on the launcher connection through a duplicate descriptor.
-        let dup = lr.as_fd().try_clone_to_owned().unwrap_or_else(|e| fail(format!("dup: {e}")));
-        let mut s = std::os::unix::net::UnixStream::from(dup);
-        let _ = s.write_all(&[0xde, 0xad, 0xbe, 0xef, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3]);
-        sleep_forever();
-    }
-    detect(&mut lr, victim, None);
-    after_failure(&mut lr, victim);
-    lr.finalize().unwrap_or_else(|e| fail(format!("finalize: {e}")));
-    println!("OK rank={r} size={}", lr.size());
 }

@@ -45,8 +45,8 @@
 //! notifying process's own handler queued rank 2 and `poll_terminated` returned `[2]`; ORTE did
 //! not relay it to the other ranks (and its mpirun then hung at job end, so don't do that).
 
-mod sys;
-mod value;
+pub(crate) mod sys;
+pub(crate) mod value;
 
 use std::collections::HashSet;
 use std::ffi::{c_void, CString};
@@ -59,6 +59,15 @@ use value::OwnedValue;
 /// Prefix put in front of every modex key, so weft's keys never clash with PMIx-reserved
 /// (`pmix.*`) keys or with another library's keys in the same process.
 const KEY_PREFIX: &str = "weft.";
+
+/// Job-level key (rank wildcard, `PMIX_BOOL`) a server registers when it holds every rank's
+/// committed data itself (weft-run's single server, all ranks local): the direct-modex get of a
+/// key missing locally is then answered at once when the key exists, and a key that does not
+/// exist is given up after [`LOCAL_SERVER_MISS_SECS`] instead of the full server timeout
+/// (libpmix 4.2's server keeps such a request pending, waiting for data that never comes).
+pub(crate) const KEY_FENCE_COLLECTS_ALL: &[u8] = b"weft.modex.served-locally\0";
+/// See [`KEY_FENCE_COLLECTS_ALL`].
+const LOCAL_SERVER_MISS_SECS: i32 = 1;
 
 /// Status codes our termination handler is registered for (all defined by PMIx 4.2's headers;
 /// `PMIX_ERR_PROC_ABORTED` lives in `pmix_deprecated.h` but is still what some servers send).
@@ -142,6 +151,8 @@ pub struct PmixRuntime {
     evhdlr: Option<usize>,
     /// Ranks already returned by `poll_terminated` (each is reported once).
     reported: HashSet<u32>,
+    /// The server registered [`KEY_FENCE_COLLECTS_ALL`].
+    served_locally: bool,
     finalized: bool,
 }
 
@@ -187,6 +198,7 @@ impl PmixRuntime {
             local_peers: Vec::new(),
             evhdlr: None,
             reported: HashSet::new(),
+            served_locally: false,
             finalized: false,
         };
         rt.size = rt
@@ -196,6 +208,9 @@ impl PmixRuntime {
         if rt.size == 0 || me.rank >= rt.size {
             return Err(RuntimeError::BadRank { rank: me.rank, size: rt.size });
         }
+        rt.served_locally = rt
+            .get_raw(sys::PMIX_RANK_WILDCARD, KEY_FENCE_COLLECTS_ALL, GetMode::LocalOnly)
+            .is_ok_and(|v| v.as_bool() == Some(true));
         rt.init_nodes()?;
         rt.init_local_peers()?;
         rt.register_events()?;
@@ -208,7 +223,14 @@ impl PmixRuntime {
         let info = match how {
             GetMode::Server => None,
             GetMode::LocalOnly => Some(value::info_bool(sys::PMIX_OPTIONAL, true)),
-            GetMode::DirectModex => Some(value::info_int(sys::PMIX_TIMEOUT, modex_timeout_secs())),
+            GetMode::DirectModex => Some(value::info_int(
+                sys::PMIX_TIMEOUT,
+                if self.served_locally {
+                    LOCAL_SERVER_MISS_SECS.min(modex_timeout_secs())
+                } else {
+                    modex_timeout_secs()
+                },
+            )),
         };
         let (ip, ni) = match &info {
             Some(i) => (i as *const sys::pmix_info_t, 1),
@@ -232,10 +254,20 @@ impl PmixRuntime {
     }
 
     fn init_nodes(&mut self) -> Result<(), RuntimeError> {
-        match self.get_raw(self.me.rank, sys::PMIX_NODEID, GetMode::Server).map(|v| v.as_u32()) {
-            Ok(Some(id)) => {
-                let mut cache = vec![u32::MAX; self.size as usize];
-                cache[self.me.rank as usize] = id;
+        let own = self.get_raw(self.me.rank, sys::PMIX_NODEID, GetMode::Server).map(|v| v.as_u32());
+        // libpmix 4.2 answers a get of another rank's PMIX_NODEID through the node-level data
+        // of that rank's host, which holds no PMIX_NODEID key when the server registered its
+        // nodes by PMIX_NODE_MAP / PMIX_NODE_INFO_ARRAY (as weft-run does for its virtual
+        // nodes): read every rank's id now (local gets), and number the host names instead if
+        // one misses.
+        let all: Option<Vec<u32>> = match own {
+            Ok(Some(_)) => (0..self.size)
+                .map(|r| self.get_raw(r, sys::PMIX_NODEID, GetMode::LocalOnly).ok().and_then(|v| v.as_u32()))
+                .collect(),
+            _ => None,
+        };
+        match (own, all) {
+            (Ok(Some(id)), Some(cache)) => {
                 self.node_id = id;
                 self.nodes = NodeSource::NodeId(Mutex::new(cache));
             }

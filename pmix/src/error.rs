@@ -8,7 +8,7 @@ pub enum RuntimeError {
     #[error("PMIx call {call} failed: {status} ({name})")]
     Pmix { call: &'static str, status: i32, name: String },
     /// The launcher connection failed or sent something unexpected.
-    #[error("weft-run launcher protocol error: {0}")]
+    #[error("weft-run launcher control: {0}")]
     Launcher(String),
     /// I/O on the launcher socket failed.
     #[error("I/O error talking to the launcher: {0}")]

@@ -1,12 +1,15 @@
 //! `weft-pmix`: job bootstrap for weft.
 //!
 //! Owns the [`Runtime`] trait and its backends:
-//! - [`launcher`]: the client side of the embedded launcher `weft-run` (one host);
-//! - [`client`]: a PMIx client on the system OpenPMIx library (`mpirun`, `srun --mpi=pmix`, PRRTE);
+//! - [`client`]: a PMIx client on the system OpenPMIx library (`weft-run`, `mpirun`,
+//!   `srun --mpi=pmix`, PRRTE);
 //! - [`pmi2`]: a PMI-2 client over `PMI_FD` (MPICH's hydra, `srun --mpi=pmi2`);
 //! - [`singleton`]: a process started without any launcher (size 1).
 //!
 //! [`from_env`] picks the backend from the environment a launcher leaves behind.
+//!
+//! Also: [`server`], the OpenPMIx server that the embedded launcher `weft-run` hosts, and
+//! [`launcher`], weft-run's fault-injection control connection.
 
 mod error;
 mod runtime;
@@ -14,24 +17,21 @@ mod runtime;
 pub mod client;
 pub mod launcher;
 pub mod pmi2;
+pub mod server;
 pub mod singleton;
 
 pub use error::{Pmi2Error, RuntimeError};
 pub use runtime::{server_timeout, Runtime, DEFAULT_TIMEOUT_SECS, ENV_TIMEOUT};
 
 /// The runtime backends built into this library, in the order [`from_env`] tries them.
-pub const BACKENDS: &[&str] = &["weft-run", "pmix", "pmi2", "singleton"];
+pub const BACKENDS: &[&str] = &["pmix", "pmi2", "singleton"];
 
 /// Which backend [`from_env`] would take in an environment described by `var` (a lookup of
 /// environment variables), and the variable that decides it:
-/// `WEFT_RUN_SOCK` → weft-run; `PMIX_RANK` / `PMIX_NAMESPACE` → pmix; `PMI_FD` → pmi2;
-/// none of them → singleton.
+/// `PMIX_RANK` / `PMIX_NAMESPACE` → pmix (also under `weft-run`, which hosts a PMIx server);
+/// `PMI_FD` → pmi2; none of them → singleton.
 pub fn select(var: impl Fn(&str) -> bool) -> (&'static str, Option<&'static str>) {
-    for (backend, vars) in [
-        ("weft-run", &[launcher::ENV_SOCK][..]),
-        ("pmix", &["PMIX_RANK", "PMIX_NAMESPACE"][..]),
-        ("pmi2", &[pmi2::ENV_FD][..]),
-    ] {
+    for (backend, vars) in [("pmix", &["PMIX_RANK", "PMIX_NAMESPACE"][..]), ("pmi2", &[pmi2::ENV_FD][..])] {
         if let Some(v) = vars.iter().find(|v| var(v)) {
             return (backend, Some(v));
         }
@@ -42,7 +42,6 @@ pub fn select(var: impl Fn(&str) -> bool) -> (&'static str, Option<&'static str>
 /// Pick and initialise the runtime backend for this process (order: see [`select`]).
 pub fn from_env() -> Result<Box<dyn Runtime>, RuntimeError> {
     match select(|v| std::env::var_os(v).is_some()).0 {
-        "weft-run" => Ok(Box::new(launcher::LauncherRuntime::connect()?)),
         "pmix" => Ok(Box::new(client::PmixRuntime::init()?)),
         "pmi2" => Ok(Box::new(pmi2::Pmi2Runtime::from_env()?)),
         _ => Ok(Box::new(singleton::Singleton::new())),
@@ -58,9 +57,7 @@ mod tests {
         assert_eq!(super::select(env(&["PMI_FD"])), ("pmi2", Some("PMI_FD")));
         assert_eq!(super::select(env(&["PMI_FD", "PMIX_RANK"])), ("pmix", Some("PMIX_RANK")));
         assert_eq!(super::select(env(&["PMIX_NAMESPACE"])), ("pmix", Some("PMIX_NAMESPACE")));
-        assert_eq!(
-            super::select(env(&["PMI_FD", "PMIX_RANK", "WEFT_RUN_SOCK"])),
-            ("weft-run", Some("WEFT_RUN_SOCK"))
-        );
+        // weft-run's own variables choose nothing: its ranks are PMIx clients.
+        assert_eq!(super::select(env(&["WEFT_RUN_CTL", "WEFT_HOST_SLOT"])), ("singleton", None));
     }
 }

@@ -3,8 +3,8 @@
 //! A runtime knows who this process is (rank, size, node), which ranks share its node, offers a
 //! key-value exchange (the "modex": put / commit / fence / get) used to publish transport
 //! endpoint addresses, and reports process terminations that happen while the job runs.
-//! Backends: [`crate::launcher::LauncherRuntime`] (ranks started by `weft-run`),
-//! [`crate::client::PmixRuntime`] (ranks started by any PMIx server: `mpirun`, `srun`, PRRTE),
+//! Backends: [`crate::client::PmixRuntime`] (ranks started by any PMIx server: `weft-run`,
+//! `mpirun`, `srun`, PRRTE),
 //! [`crate::pmi2::Pmi2Runtime`] (ranks started by a PMI-2 process manager: hydra, `srun
 //! --mpi=pmi2`) and [`crate::singleton::Singleton`] (a process started alone).
 
@@ -28,7 +28,7 @@ pub fn server_timeout() -> Duration {
 ///
 /// Ranks are job-global ("world") ranks in `0..size()`.
 pub trait Runtime {
-    /// Short name of the backend ("weft-run", "pmix", "pmi2", "singleton").
+    /// Short name of the backend ("pmix", "pmi2", "singleton").
     fn backend(&self) -> &'static str;
     /// A string that identifies the job uniquely on this host (used to name resources).
     fn job_id(&self) -> &str;

@@ -1,15 +1,16 @@
 //! `weft-run -n N [--timeout SECS] [--nodes K | --map C0,C1,…] [--kill-node NODE@SECS]…
 //! [--netns [--partition NODE@SECS]…] PROG ARGS…`: the embedded single-host launcher of weft.
 //!
-//! Starts N copies of PROG, each with the `WEFT_*` environment described in
-//! `weft_pmix::launcher`, serves the bootstrap protocol of `weft_pmix::launcher::protocol` on a
-//! Unix socket in a private 0700 directory, tells survivors at once when a rank dies (ranks are
-//! watched through pidfds) and keeps them running.
+//! Hosts the OpenPMIx server library (`weft_pmix::server`) and starts N copies of PROG as its
+//! clients (the environment of `PMIx_server_setup_fork`, plus `WEFT_RUN_CTL` and
+//! `WEFT_HOST_SLOT`, see `weft_pmix::launcher`): every rank bootstraps through the PMIx client
+//! backend, exactly as under PRRTE or Slurm. When a rank dies (ranks are watched through
+//! pidfds) the survivors get `PMIX_EVENT_PROC_TERMINATED` for it at once and keep running.
 //!
 //! Virtual nodes: `--nodes K` places the ranks on K nodes in contiguous blocks (5 on 2 → 3 + 2),
-//! `--map 3,1,1` gives the counts explicitly. Each rank gets `WEFT_NODE` / `WEFT_LOCAL_RANKS`
-//! of its node (so each node is its own shared-memory domain) and the whole node map in
-//! WELCOME. With more than one node, `WEFT_FI_DOMAIN=lo` is set unless the user set it (the
+//! `--map 3,1,1` gives the counts explicitly. The PMIx server registers every rank's
+//! `PMIX_NODEID` and `PMIX_HOSTNAME` (`<host>-vnK`) of its virtual node (so each node is its own
+//! shared-memory domain). With more than one node, `WEFT_FI_DOMAIN=lo` is set unless the user set it (the
 //! network transport between virtual nodes stays on loopback). `--netns` (root only) gives
 //! each node its own network namespace joined by veth pairs to a bridge in a launcher-owned
 //! namespace (see `weft_run/netns.rs`); `WEFT_FI_DOMAIN` is then the node's veth (`wnK`).
@@ -20,15 +21,17 @@
 //! `weft_run/mpi_lib.rs`).
 //!
 //! Fault injection: `--kill-node NODE@SECS` SIGKILLs every rank of NODE at once SECS after
-//! start; survivors get TERMINATED for each of them and the exit status counts them as failed.
-//! Ranks can do the same at a chosen point with the KILL_NODE / KILL_RANK protocol ops.
+//! start; survivors get one `PMIX_EVENT_NODE_DOWN` naming all of them and the exit status counts
+//! them as failed. Ranks (or any process) can do the same at a chosen point through the control
+//! socket (`weft_pmix::launcher::LauncherControl`).
 //! `--partition NODE@SECS` (with `--netns`) sets the node's veth link down.
 //!
 //! Exit status: 0 when every rank finalized and exited 0; 1 when some rank failed (one line per
 //! failed rank on stderr); the abort code when a rank called `abort` (1 if that code is 0 mod
 //! 256); 124 on `--timeout`; 128+signal on SIGINT/SIGTERM/SIGHUP; 2 on bad arguments.
-//! Every exit path kills and reaps all ranks and removes the socket directory and any
-//! `/dev/shm/<jobid>*` entry.
+//! Every exit path kills and reaps all ranks and removes the private directory and any
+//! `/dev/shm/<jobid>*` entry. Ranks die with the launcher (`PR_SET_PDEATHSIG`), also when it
+//! is SIGKILLed.
 
 /// `eprintln!` that never panics (stderr may be a closed pipe).
 macro_rules! note {
@@ -38,8 +41,6 @@ macro_rules! note {
     }};
 }
 
-#[path = "weft_run/fence.rs"]
-mod fence;
 #[path = "weft_run/job.rs"]
 mod job;
 #[path = "weft_run/mpi_lib.rs"]
@@ -65,6 +66,7 @@ use job::{kill_and_reap_all, random_hex, resolve_program, spawn_rank, RunDir, Sp
 use netns::NetNs;
 use nodes::{parse_node_at, NodeAt, NodePlan};
 use server::{Action, Server, Teardown};
+use weft_pmix::server::{JobSpec, PmixServer};
 
 /// Run N copies of a program as one weft job on this host.
 #[derive(Parser, Debug)]
@@ -163,7 +165,7 @@ fn run(cli: Cli) -> u8 {
     let run_dir = match RunDir::create(&job_id) {
         Ok(d) => d,
         Err(e) => {
-            note!("weft-run: cannot create the socket directory: {e}");
+            note!("weft-run: cannot create the private directory: {e}");
             return 1;
         }
     };
@@ -208,7 +210,6 @@ fn run(cli: Cli) -> u8 {
     } else {
         None
     };
-    let local_lists: Vec<String> = (0..k).map(|i| plan.local_list(i)).collect();
     let user_domain = std::env::var_os("WEFT_FI_DOMAIN").is_some();
     let fi_domains: Vec<Option<String>> = (0..k)
         .map(|i| match &netns {
@@ -228,16 +229,34 @@ fn run(cli: Cli) -> u8 {
         .then(|| std::env::current_exe().ok().and_then(|exe| mpi_lib::library_dir(&exe)))
         .flatten()
         .map(|dir| mpi_lib::library_path(&dir, std::env::var_os("LD_LIBRARY_PATH")));
+    // After the signal mask: libpmix's progress thread inherits it, so the terminating
+    // signals keep arriving on the signalfd only.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let hostnames: Vec<String> =
+        (0..k).map(|i| if k == 1 { host.clone() } else { format!("{host}-vn{i}") }).collect();
+    let pmix = match PmixServer::start(&JobSpec {
+        nspace: &job_id,
+        node_of: &plan.node_of,
+        hostnames: &hostnames,
+        tmpdir: &run_dir.dir,
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            note!("weft-run: cannot start the PMIx server: {e}");
+            return 1;
+        }
+    };
     let spec = SpawnSpec {
         prog: &prog,
         ld_library_path: ld_library_path.as_deref(),
         argv0: prog_arg,
         args: &cli.command[1..],
-        sock: &run_dir.sock,
-        size: cli.n,
-        job_id: &job_id,
+        ctl: &run_dir.sock,
         node_of: &plan.node_of,
-        local_lists: &local_lists,
         fi_domains: &fi_domains,
         netns_fds: &netns_fds,
     };
@@ -245,10 +264,19 @@ fn run(cli: Cli) -> u8 {
     let mut procs = Vec::with_capacity(cli.n as usize);
     let mut pgid: Option<Pid> = None;
     for rank in 0..cli.n {
-        let mut res = spawn_rank(&spec, rank, pgid);
+        let env = match pmix.client_env(rank) {
+            Ok(e) => e,
+            Err(e) => {
+                note!("weft-run: PMIx_server_setup_fork for rank {rank}: {e}");
+                let mut refs: Vec<&mut job::Proc> = procs.iter_mut().collect();
+                kill_and_reap_all(&mut refs, pgid);
+                return 1;
+            }
+        };
+        let mut res = spawn_rank(&spec, rank, &env, pgid);
         if res.is_err() && pgid.is_some() {
             // The group may have emptied already (every earlier rank exited): start a new one.
-            res = spawn_rank(&spec, rank, None);
+            res = spawn_rank(&spec, rank, &env, None);
         }
         match res {
             Ok(p) => {
@@ -273,7 +301,7 @@ fn run(cli: Cli) -> u8 {
         .map(|a| (start + a.at, Action::KillNode(a.node)))
         .chain(cli.partition.iter().map(|a| (start + a.at, Action::Partition(a.node))))
         .collect();
-    let mut server = Server::new(listener, sigfd, procs, pgid, deadline, plan, events, netns);
+    let mut server = Server::new(pmix, listener, sigfd, procs, pgid, deadline, plan, events, netns);
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {

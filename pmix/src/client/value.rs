@@ -56,7 +56,7 @@ pub(crate) fn make_proc(ns: &sys::pmix_nspace_t, rank: u32) -> sys::pmix_proc_t 
 
 /// Copy a NUL-terminated key (a bindgen `&[u8; N]` constant or a `CStr`'s bytes with its NUL)
 /// into a `pmix_key_t`, truncating at `PMIX_MAX_KEYLEN` like `pmix_strncpy`.
-fn load_key(dst: &mut sys::pmix_key_t, key: &[u8]) {
+pub(crate) fn load_key(dst: &mut sys::pmix_key_t, key: &[u8]) {
     let n = key.iter().position(|&b| b == 0).unwrap_or(key.len()).min(sys::PMIX_MAX_KEYLEN as usize);
     for (d, &s) in dst.iter_mut().zip(&key[..n]) {
         *d = s as c_char;
@@ -121,6 +121,13 @@ impl OwnedValue {
     /// The value as an unsigned integer if it holds any integer type that fits.
     pub(crate) fn as_u32(&self) -> Option<u32> {
         value_as_u64(self.get()).and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// The value as a flag, if it holds a `PMIX_BOOL`.
+    pub(crate) fn as_bool(&self) -> Option<bool> {
+        let v = self.get();
+        // SAFETY: type PMIX_BOOL → `flag` is the active member.
+        (v.type_ == T_BOOL).then(|| unsafe { v.data.flag })
     }
 
     /// The value as a string, if it holds a `PMIX_STRING`.

@@ -1,5 +1,5 @@
-//! Process management of `weft-run`: program lookup, the private socket directory, spawning
-//! ranks with pidfds, killing and reaping.
+//! Process management of `weft-run`: program lookup, the private directory (control socket,
+//! PMIx server rendezvous files), spawning ranks with pidfds, killing and reaping.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -62,10 +62,11 @@ pub fn random_hex() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// The launcher's private 0700 directory holding its socket. Removed on drop, together with
-/// any `/dev/shm` entry named after the job.
+/// The launcher's private 0700 directory holding its control socket and the PMIx server's
+/// files. Removed on drop, together with any `/dev/shm` entry named after the job.
 pub struct RunDir {
     pub dir: PathBuf,
+    /// The fault-injection control socket.
     pub sock: PathBuf,
     job_id: String,
 }
@@ -189,28 +190,31 @@ impl Proc {
     }
 }
 
-/// What every rank's environment gets besides its rank.
+/// What every rank's environment gets.
 pub struct SpawnSpec<'a> {
     pub prog: &'a Path,
     /// `LD_LIBRARY_PATH` of every rank (`None`: inherited as it is).
     pub ld_library_path: Option<&'a OsStr>,
     pub argv0: &'a OsStr,
     pub args: &'a [OsString],
-    pub sock: &'a Path,
-    pub size: u32,
-    pub job_id: &'a str,
+    /// The fault-injection control socket (`WEFT_RUN_CTL`).
+    pub ctl: &'a Path,
     /// Node of every rank.
     pub node_of: &'a [u32],
-    /// `WEFT_LOCAL_RANKS` of every node.
-    pub local_lists: &'a [String],
     /// `WEFT_FI_DOMAIN` of every node (`None`: leave the environment alone).
     pub fi_domains: &'a [Option<String>],
     /// Network namespace of every node (`--netns`), entered with `setns` before exec.
     pub netns_fds: &'a [RawFd],
 }
 
-/// Start rank `rank` in process group `pgid` (`None`: a new group led by this child).
-pub fn spawn_rank(spec: &SpawnSpec<'_>, rank: u32, pgid: Option<Pid>) -> io::Result<Proc> {
+/// Start rank `rank` in process group `pgid` (`None`: a new group led by this child), with
+/// `pmix_env` (from `PMIx_server_setup_fork`) added to its environment.
+pub fn spawn_rank(
+    spec: &SpawnSpec<'_>,
+    rank: u32,
+    pmix_env: &[(OsString, OsString)],
+    pgid: Option<Pid>,
+) -> io::Result<Proc> {
     let node = spec.node_of[rank as usize] as usize;
     let mut cmd = Command::new(spec.prog);
     if let Some(dom) = &spec.fi_domains[node] {
@@ -222,12 +226,8 @@ pub fn spawn_rank(spec: &SpawnSpec<'_>, rank: u32, pgid: Option<Pid>) -> io::Res
     let netns = spec.netns_fds.get(node).copied();
     cmd.arg0(spec.argv0)
         .args(spec.args)
-        .env(weft_pmix::launcher::ENV_SOCK, spec.sock)
-        .env(weft_pmix::launcher::ENV_RANK, rank.to_string())
-        .env(weft_pmix::launcher::ENV_SIZE, spec.size.to_string())
-        .env(weft_pmix::launcher::ENV_JOBID, spec.job_id)
-        .env(weft_pmix::launcher::ENV_NODE, node.to_string())
-        .env(weft_pmix::launcher::ENV_LOCAL_RANKS, &spec.local_lists[node])
+        .envs(pmix_env.iter().map(|(k, v)| (k, v)))
+        .env(weft_pmix::launcher::ENV_CTL, spec.ctl)
         .env(weft_pmix::launcher::ENV_HOST_SLOT, rank.to_string())
         .process_group(pgid.map(|p| p.as_raw()).unwrap_or(0))
         .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });

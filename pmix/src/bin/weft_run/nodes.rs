@@ -72,11 +72,6 @@ impl NodePlan {
     pub fn num_nodes(&self) -> u32 {
         self.ranks.len() as u32
     }
-
-    /// `WEFT_LOCAL_RANKS` of node `k`.
-    pub fn local_list(&self, k: u32) -> String {
-        self.ranks[k as usize].iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",")
-    }
 }
 
 /// A `NODE@SECS` argument.
@@ -106,7 +101,6 @@ mod tests {
         let p = NodePlan::new(5, Some(2), None).unwrap();
         assert_eq!(p.node_of, vec![0, 0, 0, 1, 1]);
         assert_eq!(p.ranks, vec![vec![0, 1, 2], vec![3, 4]]);
-        assert_eq!(p.local_list(1), "3,4");
         let p = NodePlan::new(4, Some(4), None).unwrap();
         assert_eq!(p.node_of, vec![0, 1, 2, 3]);
         let p = NodePlan::new(3, None, None).unwrap();

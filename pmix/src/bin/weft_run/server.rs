@@ -1,7 +1,12 @@
-//! The single-threaded event loop of `weft-run`: one `poll()` over the signalfd, the listening
-//! socket, every rank connection and every rank's pidfd; plus the timed fault injections of
-//! `--kill-node` / `--partition` and the KILL_RANK / KILL_NODE requests of ranks and control
-//! connections.
+//! The event loop of `weft-run`: one `poll()` over the signalfd, the PMIx server's wake-up pipe
+//! (what clients told the hosted OpenPMIx server: connected, finalized, abort), the
+//! fault-injection control socket and its connections, and every rank's pidfd; plus the timed
+//! fault injections of `--kill-node` / `--partition`.
+//!
+//! A rank's death (its pidfd turns readable, the equivalent of SIGCHLD for that one child)
+//! becomes `PMIx_Notify_event(PMIX_EVENT_PROC_TERMINATED, affected proc)`; killing a virtual
+//! node becomes one `PMIX_EVENT_NODE_DOWN` naming all of its ranks. Bootstrap (fence, modex)
+//! is entirely libpmix's, on its own progress thread; this loop only judges how ranks end.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -16,9 +21,9 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::socket::{recv, send, MsgFlags};
 use nix::unistd::Pid;
 
-use weft_pmix::launcher::protocol::{encode_fence_done, FrameReader, ToLauncher, ToRank, MAX_FRAME, VERSION};
+use weft_pmix::launcher::{killed_line, ControlRequest, MAX_LINE};
+use weft_pmix::server::{PmixServer, ServerEvent};
 
-use crate::fence::{Fences, Outcome};
 use crate::job::{kill_and_reap_all, Ended, Proc};
 use crate::netns::NetNs;
 use crate::nodes::NodePlan;
@@ -43,43 +48,38 @@ pub enum Teardown {
 /// Per-rank state.
 struct RankState {
     proc_: Proc,
-    conn: Option<u64>,
-    hello: bool,
+    /// Completed `PMIx_Init`.
+    connected: bool,
+    /// Called `PMIx_Finalize`.
     finalized: bool,
-    /// Failure already handled (announced, counted).
-    failed: bool,
     /// Why we killed it, if we did.
     kill_reason: Option<String>,
     /// Its end has been handled (as a clean exit or as a failure).
     judged: bool,
 }
 
-struct Conn {
+/// A fault-injection control connection (line protocol of `weft_pmix::launcher`).
+struct Ctl {
     stream: UnixStream,
-    rank: Option<u32>,
-    /// A control connection (CONTROL instead of HELLO): may only send KILL_*.
-    control: bool,
-    rx: FrameReader,
-    tx: Vec<u8>,
-    tx_off: usize,
+    rx: Vec<u8>,
 }
 
 pub struct Server {
-    listener: UnixListener,
+    pmix: PmixServer,
+    ctl: UnixListener,
     sigfd: SignalFd,
     ranks: Vec<RankState>,
     pgid: Option<Pid>,
-    conns: BTreeMap<u64, Conn>,
+    conns: BTreeMap<u64, Ctl>,
     next_conn: u64,
-    fences: Fences,
-    store: BTreeMap<u32, BTreeMap<String, Vec<u8>>>,
-    store_bytes: usize,
     deadline: Option<Instant>,
     scratch: Vec<u8>,
     plan: NodePlan,
     /// Timed fault injections, sorted by time; `events[next_event..]` are still to come.
     events: Vec<(Instant, Action)>,
     next_event: usize,
+    /// A rank's `PMIx_Abort` code, once one came.
+    aborted: Option<i32>,
     /// Dropped after the ranks are gone (`Drop for Server` runs before the fields drop).
     netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
@@ -88,15 +88,17 @@ pub struct Server {
 
 enum Ev {
     Signal,
+    Pmix,
     Accept,
-    Conn(u64, PollFlags),
+    Conn(u64),
     Pid(usize),
 }
 
 impl Server {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        listener: UnixListener,
+        pmix: PmixServer,
+        ctl: UnixListener,
         sigfd: SignalFd,
         procs: Vec<Proc>,
         pgid: Option<Pid>,
@@ -106,18 +108,16 @@ impl Server {
         netns: Option<NetNs>,
     ) -> Server {
         events.sort_by_key(|e| e.0);
-        let size = procs.len() as u32;
         Server {
-            listener,
+            pmix,
+            ctl,
             sigfd,
             ranks: procs
                 .into_iter()
                 .map(|p| RankState {
                     proc_: p,
-                    conn: None,
-                    hello: false,
+                    connected: false,
                     finalized: false,
-                    failed: false,
                     kill_reason: None,
                     judged: false,
                 })
@@ -125,14 +125,12 @@ impl Server {
             pgid,
             conns: BTreeMap::new(),
             next_conn: 0,
-            fences: Fences::new(size),
-            store: BTreeMap::new(),
-            store_bytes: 0,
             deadline,
-            scratch: vec![0; 64 << 10],
+            scratch: vec![0; 4096],
             plan,
             events,
             next_event: 0,
+            aborted: None,
             netns,
             failures: Vec::new(),
         }
@@ -150,7 +148,8 @@ impl Server {
                     return Some(Teardown::Timeout);
                 }
             }
-            if let Some(code) = self.fire_due_events() {
+            self.fire_due_events();
+            if let Some(code) = self.aborted {
                 self.teardown();
                 return Some(Teardown::Abort(code));
             }
@@ -175,8 +174,8 @@ impl Server {
                     return Some(Teardown::Signal(Signal::SIGTERM as i32));
                 }
             };
-            // Signals first, then sockets (a rank's last words come before its death), then
-            // deaths.
+            // Signals first, then what the clients said (a rank's finalize or abort comes
+            // before its death), then control requests, then deaths.
             for ev in &events {
                 if let Ev::Signal = ev {
                     if let Some(sig) = self.read_signal() {
@@ -185,20 +184,11 @@ impl Server {
                     }
                 }
             }
+            self.take_pmix_events();
             for ev in &events {
                 match *ev {
                     Ev::Accept => self.accept_all(),
-                    Ev::Conn(id, flags) => {
-                        if flags.contains(PollFlags::POLLOUT) {
-                            self.flush(id);
-                        }
-                        if flags.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR) {
-                            if let Some(code) = self.read_conn(id) {
-                                self.teardown();
-                                return Some(Teardown::Abort(code));
-                            }
-                        }
-                    }
+                    Ev::Conn(id) => self.read_conn(id),
                     _ => {}
                 }
             }
@@ -210,39 +200,32 @@ impl Server {
                 })
                 .collect();
             if !died.is_empty() {
-                if let Some(code) = self.check_deaths(&died) {
-                    self.teardown();
-                    return Some(Teardown::Abort(code));
-                }
+                self.check_deaths(&died, None);
             }
         }
     }
 
     fn wait(&self, timeout: PollTimeout) -> Result<Vec<Ev>, Errno> {
-        let mut tags = Vec::with_capacity(2 + self.conns.len() + self.ranks.len());
+        let mut tags = Vec::with_capacity(3 + self.conns.len() + self.ranks.len());
         let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(tags.capacity());
-        let mut add = |fd: BorrowedFd<'_>, flags: PollFlags, tag: Ev, fds: &mut Vec<PollFd<'_>>| {
-            // Reborrow lifetime: every fd is owned by `self`, which outlives `fds`.
+        let mut add = |fd: BorrowedFd<'_>, tag: Ev, fds: &mut Vec<PollFd<'_>>| {
             fds.push(PollFd::new(
                 // SAFETY: the descriptor is owned by `self`, borrowed immutably for this whole
                 // function, so it stays open while `fds` exists.
                 unsafe { BorrowedFd::borrow_raw(fd.as_raw_fd()) },
-                flags,
+                PollFlags::POLLIN,
             ));
             tags.push(tag);
         };
-        add(self.sigfd.as_fd(), PollFlags::POLLIN, Ev::Signal, &mut fds);
-        add(self.listener.as_fd(), PollFlags::POLLIN, Ev::Accept, &mut fds);
+        add(self.sigfd.as_fd(), Ev::Signal, &mut fds);
+        add(self.pmix.wake_fd(), Ev::Pmix, &mut fds);
+        add(self.ctl.as_fd(), Ev::Accept, &mut fds);
         for (&id, c) in &self.conns {
-            let mut fl = PollFlags::POLLIN;
-            if c.tx_off < c.tx.len() {
-                fl |= PollFlags::POLLOUT;
-            }
-            add(c.stream.as_fd(), fl, Ev::Conn(id, PollFlags::empty()), &mut fds);
+            add(c.stream.as_fd(), Ev::Conn(id), &mut fds);
         }
         for (i, r) in self.ranks.iter().enumerate() {
             if r.proc_.ended.is_none() {
-                add(r.proc_.pidfd.as_fd(), PollFlags::POLLIN, Ev::Pid(i), &mut fds);
+                add(r.proc_.pidfd.as_fd(), Ev::Pid(i), &mut fds);
             }
         }
         loop {
@@ -252,18 +235,12 @@ impl Server {
                 Err(e) => return Err(e),
             }
         }
-        let mut ready = Vec::new();
-        for (pfd, tag) in fds.iter().zip(tags) {
-            let Some(rev) = pfd.revents() else { continue };
-            if rev.is_empty() {
-                continue;
-            }
-            ready.push(match tag {
-                Ev::Conn(id, _) => Ev::Conn(id, rev),
-                t => t,
-            });
-        }
-        Ok(ready)
+        Ok(fds
+            .iter()
+            .zip(tags)
+            .filter(|(pfd, _)| pfd.revents().is_some_and(|r| !r.is_empty()))
+            .map(|(_, tag)| tag)
+            .collect())
     }
 
     fn read_signal(&mut self) -> Option<i32> {
@@ -273,38 +250,51 @@ impl Server {
         }
     }
 
-    /// Kill and reap every rank. Connections are dropped.
+    /// Kill and reap every rank. Control connections are dropped.
     fn teardown(&mut self) {
         let mut procs: Vec<&mut Proc> = self.ranks.iter_mut().map(|r| &mut r.proc_).collect();
         kill_and_reap_all(&mut procs, self.pgid);
         self.conns.clear();
     }
 
+    /// Record what the clients told the PMIx server.
+    fn take_pmix_events(&mut self) {
+        for ev in self.pmix.drain() {
+            match ev {
+                ServerEvent::Connected(r) => {
+                    if let Some(st) = self.ranks.get_mut(r as usize) {
+                        st.connected = true;
+                    }
+                }
+                ServerEvent::Finalized(r) => {
+                    if let Some(st) = self.ranks.get_mut(r as usize) {
+                        st.finalized = true;
+                    }
+                }
+                ServerEvent::Abort { rank, code, msg } => {
+                    if let Some(st) = self.ranks.get(rank as usize) {
+                        note!("weft-run: rank {rank} (pid {}) called abort({code}): {msg}", st.proc_.pid);
+                    }
+                    self.aborted.get_or_insert(code);
+                }
+            }
+        }
+    }
+
     fn accept_all(&mut self) {
         loop {
-            match self.listener.accept() {
+            match self.ctl.accept() {
                 Ok((stream, _)) => {
                     if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
                     let id = self.next_conn;
                     self.next_conn += 1;
-                    self.conns.insert(
-                        id,
-                        Conn {
-                            stream,
-                            rank: None,
-                            control: false,
-                            rx: FrameReader::new(),
-                            tx: Vec::new(),
-                            tx_off: 0,
-                        },
-                    );
+                    self.conns.insert(id, Ctl { stream, rx: Vec::new() });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    // ECONNABORTED, EMFILE, …: nothing to do for this one.
                     note!("weft-run: accept failed: {e}");
                     return;
                 }
@@ -312,18 +302,17 @@ impl Server {
         }
     }
 
-    /// Read everything available on a connection and act on its frames.
-    /// Returns `Some(code)` when a rank asked to abort the job.
-    fn read_conn(&mut self, id: u64) -> Option<i32> {
+    /// Read a control connection and carry out every complete request line.
+    fn read_conn(&mut self, id: u64) {
         let mut eof = false;
         loop {
-            let c = self.conns.get_mut(&id)?;
+            let Some(c) = self.conns.get_mut(&id) else { return };
             match recv(c.stream.as_raw_fd(), &mut self.scratch, MsgFlags::MSG_DONTWAIT) {
                 Ok(0) => {
                     eof = true;
                     break;
                 }
-                Ok(n) => c.rx.push(&self.scratch[..n]),
+                Ok(n) => c.rx.extend_from_slice(&self.scratch[..n]),
                 Err(Errno::EINTR) => {}
                 Err(Errno::EAGAIN) => break,
                 Err(_) => {
@@ -333,158 +322,73 @@ impl Server {
             }
         }
         loop {
-            let c = self.conns.get_mut(&id)?;
-            let rank = c.rank;
-            let control = c.control;
-            let msg = match c.rx.next_frame() {
-                Ok(None) => break,
-                Ok(Some(body)) => ToLauncher::decode(body),
-                Err(e) => Err(e),
+            let Some(c) = self.conns.get_mut(&id) else { return };
+            let Some(nl) = c.rx.iter().position(|&b| b == b'\n') else {
+                if c.rx.len() > MAX_LINE {
+                    self.answer(id, "error request line too long\n");
+                    self.conns.remove(&id);
+                }
+                break;
             };
-            match msg {
-                Ok(m) => {
-                    let res = if control { self.handle_control(id, m) } else { self.handle(id, rank, m) };
-                    if let Some(code) = res {
-                        return Some(code);
-                    }
-                }
-                Err(e) => {
-                    self.protocol_error(id, rank, &format!("malformed frame: {e}"));
-                    return None;
-                }
-            }
+            let line: Vec<u8> = c.rx.drain(..=nl).collect();
+            let answer = match ControlRequest::parse(&String::from_utf8_lossy(&line[..nl])) {
+                Ok(req) => self.kill_request(req),
+                Err(why) => format!("error {why}\n"),
+            };
+            self.answer(id, &answer);
         }
         if eof {
-            self.close_conn(id);
-        }
-        None
-    }
-
-    fn close_conn(&mut self, id: u64) {
-        if let Some(c) = self.conns.remove(&id) {
-            if let Some(r) = c.rank {
-                self.ranks[r as usize].conn = None;
-            }
+            self.conns.remove(&id);
         }
     }
 
-    /// A connection broke the protocol: drop it and, if it is a known rank, kill that rank
-    /// (its death is then handled like any other failure).
-    fn protocol_error(&mut self, id: u64, rank: Option<u32>, why: &str) {
-        self.close_conn(id);
-        match rank {
-            Some(r) => {
-                let st = &mut self.ranks[r as usize];
-                note!("weft-run: rank {r} (pid {}): protocol error: {why}; killing it", st.proc_.pid);
-                st.kill_reason = Some(format!("protocol error: {why}"));
-                st.proc_.kill();
-            }
-            None => note!("weft-run: dropping an unidentified connection: {why}"),
-        }
-    }
-
-    fn handle(&mut self, id: u64, rank: Option<u32>, msg: ToLauncher) -> Option<i32> {
-        let Some(r) = rank else {
-            // First frame must be HELLO (a rank) or CONTROL (a control connection).
-            match msg {
-                ToLauncher::Hello { version, rank, pid } => self.hello(id, version, rank, pid),
-                ToLauncher::Control { version } if version == VERSION => {
-                    if let Some(c) = self.conns.get_mut(&id) {
-                        c.control = true;
-                    }
-                }
-                other => self.protocol_error(id, None, &format!("expected HELLO or CONTROL, got {other:?}")),
-            }
-            return None;
-        };
-        match msg {
-            ToLauncher::Hello { .. } | ToLauncher::Control { .. } => {
-                self.protocol_error(id, rank, "second HELLO")
-            }
-            ToLauncher::KillRank { .. } | ToLauncher::KillNode { .. } => {
-                return self.kill_request(id, Some(r), msg);
-            }
-            ToLauncher::Commit { kvs } => {
-                if self.ranks[r as usize].finalized {
-                    self.protocol_error(id, rank, "commit after finalize");
-                    return None;
-                }
-                let entry = self.store.entry(r).or_default();
-                for (k, v) in kvs {
-                    let (klen, vlen) = (k.len(), v.len());
-                    if let Some(old) = entry.insert(k, v) {
-                        self.store_bytes -= 12 + klen + old.len();
-                    }
-                    self.store_bytes += 12 + klen + vlen;
-                }
-                if self.store_bytes + 16 > MAX_FRAME {
-                    self.protocol_error(id, rank, "key-value store exceeds 256 MiB");
+    /// Write a whole answer line (blocking briefly if the socket is full: answers are short).
+    fn answer(&mut self, id: u64, line: &str) {
+        let Some(c) = self.conns.get(&id) else { return };
+        let mut off = 0;
+        let bytes = line.as_bytes();
+        while off < bytes.len() {
+            match send(c.stream.as_raw_fd(), &bytes[off..], MsgFlags::MSG_NOSIGNAL) {
+                Ok(n) => off += n,
+                Err(Errno::EINTR | Errno::EAGAIN) => std::thread::yield_now(),
+                Err(_) => {
+                    // The requester is gone (maybe it was a victim).
+                    self.conns.remove(&id);
+                    return;
                 }
             }
-            ToLauncher::Fence { epoch } => match self.fences.enter(r, epoch) {
-                Ok(outs) => self.dispatch(outs),
-                Err(e) => self.protocol_error(id, rank, &e),
-            },
-            ToLauncher::Abort { code, msg } => {
-                let st = &self.ranks[r as usize];
-                note!("weft-run: rank {r} (pid {}) called abort({code}): {msg}", st.proc_.pid);
-                return Some(code);
-            }
-            ToLauncher::Finalize => {
-                if self.ranks[r as usize].finalized {
-                    self.protocol_error(id, rank, "second FINALIZE");
-                    return None;
-                }
-                self.ranks[r as usize].finalized = true;
-                let outs = self.fences.on_finalized(r);
-                self.dispatch(outs);
-            }
         }
-        None
     }
 
-    /// A frame on a control connection: only KILL_RANK / KILL_NODE.
-    fn handle_control(&mut self, id: u64, msg: ToLauncher) -> Option<i32> {
-        match msg {
-            ToLauncher::KillRank { .. } | ToLauncher::KillNode { .. } => self.kill_request(id, None, msg),
-            other => {
-                self.protocol_error(id, None, &format!("control connection sent {other:?}"));
-                None
+    /// A control request: kill, announce, and return the answer line.
+    fn kill_request(&mut self, req: ControlRequest) -> String {
+        match req {
+            ControlRequest::KillNode(node) if node < self.plan.num_nodes() => {
+                let victims = self.plan.ranks[node as usize].clone();
+                let killed = self.kill_ranks(
+                    &victims,
+                    &format!("node {node} killed by a control request"),
+                    Some(node),
+                );
+                killed_line(&killed)
+            }
+            ControlRequest::KillRank(rank) if (rank as usize) < self.ranks.len() => {
+                let killed = self.kill_ranks(&[rank], "killed by a control request", None);
+                killed_line(&killed)
+            }
+            ControlRequest::KillNode(node) => {
+                format!("error no node {node}: the job has {} node(s)\n", self.plan.num_nodes())
+            }
+            ControlRequest::KillRank(rank) => {
+                format!("error no rank {rank}: the job has {} rank(s)\n", self.ranks.len())
             }
         }
     }
 
-    /// KILL_RANK / KILL_NODE from connection `id` (rank `from`, or a control connection):
-    /// kill, announce, answer KILL_DONE.
-    fn kill_request(&mut self, id: u64, from: Option<u32>, msg: ToLauncher) -> Option<i32> {
-        let who = match from {
-            Some(r) => format!("rank {r}"),
-            None => "a control connection".to_string(),
-        };
-        let (victims, reason) = match msg {
-            ToLauncher::KillNode { node } if node < self.plan.num_nodes() => {
-                (self.plan.ranks[node as usize].clone(), format!("node {node} killed by {who} (KILL_NODE)"))
-            }
-            ToLauncher::KillRank { rank } if (rank as usize) < self.ranks.len() => {
-                (vec![rank], format!("killed by {who} (KILL_RANK)"))
-            }
-            other => {
-                self.protocol_error(id, from, &format!("{other:?}: no such rank or node"));
-                return None;
-            }
-        };
-        let (killed, code) = self.kill_ranks(&victims, &reason);
-        if code.is_some() {
-            return code;
-        }
-        self.send_conn(id, &ToRank::KillDone { ranks: killed }.encode());
-        None
-    }
-
-    /// SIGKILL every still-running rank of `victims` at once, reap them all, then handle their
-    /// deaths as one batch (TERMINATED for each to every survivor; one failed fence names them
-    /// all). Returns the ranks killed, and an abort code if a victim's last frame was ABORT.
-    fn kill_ranks(&mut self, victims: &[u32], reason: &str) -> (Vec<u32>, Option<i32>) {
+    /// SIGKILL every still-running rank of `victims` at once, reap them all, then announce
+    /// their deaths as one batch (one NODE_DOWN naming them all when `node` is given). Returns
+    /// the ranks killed.
+    fn kill_ranks(&mut self, victims: &[u32], reason: &str, node: Option<u32>) -> Vec<u32> {
         let live: Vec<u32> = victims
             .iter()
             .copied()
@@ -502,12 +406,12 @@ impl Server {
             self.ranks[r as usize].proc_.reap();
         }
         let idx: Vec<usize> = live.iter().map(|&r| r as usize).collect();
-        let code = self.check_deaths(&idx);
-        (live, code)
+        self.check_deaths(&idx, node);
+        live
     }
 
     /// Run the timed fault injections whose time has come.
-    fn fire_due_events(&mut self) -> Option<i32> {
+    fn fire_due_events(&mut self) {
         let now = Instant::now();
         while let Some(&(at, action)) = self.events.get(self.next_event) {
             if at > now {
@@ -518,10 +422,7 @@ impl Server {
                 Action::KillNode(node) => {
                     let victims = self.plan.ranks[node as usize].clone();
                     note!("weft-run: --kill-node: killing node {node} (ranks {victims:?})");
-                    let (_, code) = self.kill_ranks(&victims, &format!("node {node} killed by --kill-node"));
-                    if code.is_some() {
-                        return code;
-                    }
+                    self.kill_ranks(&victims, &format!("node {node} killed by --kill-node"), Some(node));
                 }
                 Action::Partition(node) => {
                     if let Some(ns) = &self.netns {
@@ -533,153 +434,44 @@ impl Server {
                 }
             }
         }
-        None
     }
 
-    fn hello(&mut self, id: u64, version: u32, rank: u32, _pid: u32) {
-        if version != VERSION {
-            self.protocol_error(id, None, &format!("protocol version {version}, launcher speaks {VERSION}"));
+    /// The ranks `idx` ended (pidfd readable, or killed and reaped by us): judge each one and
+    /// tell the survivors about the failures through the PMIx server: one
+    /// `PMIX_EVENT_NODE_DOWN` naming all of them when a whole `node` was killed, else one
+    /// `PMIX_EVENT_PROC_TERMINATED` per failed rank.
+    fn check_deaths(&mut self, idx: &[usize], node: Option<u32>) {
+        // A rank's last words (finalize, abort) reached the PMIx server before it died.
+        self.take_pmix_events();
+        let failed: Vec<u32> = idx.iter().filter(|&&i| self.judge(i)).map(|&i| i as u32).collect();
+        if failed.is_empty() {
             return;
         }
-        let size = self.ranks.len() as u32;
-        if rank >= size {
-            self.protocol_error(id, None, &format!("HELLO from rank {rank}, job size {size}"));
-            return;
-        }
-        let st = &self.ranks[rank as usize];
-        if st.hello || st.proc_.ended.is_some() || st.failed {
-            self.protocol_error(id, None, &format!("duplicate or late HELLO for rank {rank}"));
-            return;
-        }
-        self.ranks[rank as usize].hello = true;
-        self.ranks[rank as usize].conn = Some(id);
-        if let Some(c) = self.conns.get_mut(&id) {
-            c.rank = Some(rank);
-        }
-        let welcome = ToRank::Welcome { version: VERSION, size, nodes: self.plan.node_of.clone() };
-        self.send_to(rank, &welcome.encode());
-        let dead: Vec<u32> = (0..size).filter(|&i| i != rank && self.ranks[i as usize].failed).collect();
-        for d in dead {
-            self.send_to(rank, &ToRank::Terminated { rank: d }.encode());
-        }
-    }
-
-    fn dispatch(&mut self, outs: Vec<Outcome>) {
-        for o in outs {
-            match o {
-                Outcome::Done { epoch, notify } => {
-                    if notify.is_empty() {
-                        continue;
-                    }
-                    let n: usize = self.store.values().map(|m| m.len()).sum();
-                    let it = self
-                        .store
-                        .iter()
-                        .flat_map(|(&r, m)| m.iter().map(move |(k, v)| (r, k.as_str(), v.as_slice())));
-                    let frame = encode_fence_done(epoch, ExactLen { it, n });
-                    for r in notify {
-                        self.send_to(r, &frame);
-                    }
-                }
-                Outcome::Failed { epoch, failed, notify } => {
-                    let frame = ToRank::FenceFailed { epoch, ranks: failed }.encode();
-                    for r in notify {
-                        self.send_to(r, &frame);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Queue `frame` for `rank` and try to write it at once.
-    fn send_to(&mut self, rank: u32, frame: &[u8]) {
-        if let Some(id) = self.ranks.get(rank as usize).and_then(|r| r.conn) {
-            self.send_conn(id, frame);
-        }
-    }
-
-    /// Queue `frame` on connection `id` and try to write it at once.
-    fn send_conn(&mut self, id: u64, frame: &[u8]) {
-        if let Some(c) = self.conns.get_mut(&id) {
-            if c.tx_off == c.tx.len() {
-                c.tx.clear();
-                c.tx_off = 0;
-            }
-            c.tx.extend_from_slice(frame);
-        }
-        self.flush(id);
-    }
-
-    fn flush(&mut self, id: u64) {
-        let Some(c) = self.conns.get_mut(&id) else {
-            return;
+        let res = match node {
+            Some(n) => self.pmix.notify_node_down(n, &failed),
+            None => failed.iter().try_for_each(|&r| self.pmix.notify_terminated(r)),
         };
-        while c.tx_off < c.tx.len() {
-            match send(
-                c.stream.as_raw_fd(),
-                &c.tx[c.tx_off..],
-                MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
-            ) {
-                Ok(n) => c.tx_off += n,
-                Err(Errno::EINTR) => {}
-                Err(Errno::EAGAIN) => return,
-                Err(_) => {
-                    // The rank is gone or going; its pidfd will tell.
-                    self.close_conn(id);
-                    return;
-                }
-            }
+        if let Err(e) = res {
+            note!("weft-run: could not notify the survivors of {failed:?}: {e}");
         }
-        c.tx.clear();
-        c.tx_off = 0;
     }
 
-    /// The ranks `idx` ended (pidfd readable, or killed and reaped by us): judge each one,
-    /// then tell the fences about all the failures at once.
-    fn check_deaths(&mut self, idx: &[usize]) -> Option<i32> {
-        let mut failed = Vec::new();
-        for &i in idx {
-            match self.check_death(i) {
-                Err(code) => return Some(code),
-                Ok(true) => failed.push(i as u32),
-                Ok(false) => {}
-            }
-        }
-        if !failed.is_empty() {
-            let outs = self.fences.on_dead_many(&failed);
-            self.dispatch(outs);
-        }
-        None
-    }
-
-    /// Reap and judge rank `i`: `Ok(true)` if it failed (announced to every survivor; the
-    /// caller informs the fences), `Ok(false)` if it is still running, was already judged or
-    /// ended cleanly, `Err(code)` if its last frame was ABORT.
-    fn check_death(&mut self, i: usize) -> Result<bool, i32> {
+    /// Reap and judge rank `i`: true if it failed (and it had not been judged before).
+    fn judge(&mut self, i: usize) -> bool {
         if self.ranks[i].judged {
-            return Ok(false);
+            return false;
         }
         let Some(ended) = self.ranks[i].proc_.try_reap() else {
-            return Ok(false);
+            return false;
         };
-        self.ranks[i].judged = true;
-        // Read its last frames (FINALIZE, ABORT) before judging.
-        if let Some(id) = self.ranks[i].conn {
-            if let Some(code) = self.read_conn(id) {
-                return Err(code);
-            }
-            self.close_conn(id);
-        }
-        let st = &self.ranks[i];
-        let clean = ended == Ended::Exited(0) && (st.finalized || !st.hello) && st.kill_reason.is_none();
-        let rank = i as u32;
+        let st = &mut self.ranks[i];
+        st.judged = true;
+        // A rank that never connected and exited 0 was not a weft program: not a failure.
+        let clean = ended == Ended::Exited(0) && (st.finalized || !st.connected) && st.kill_reason.is_none();
         if clean {
-            // A rank that never said HELLO and exited 0 was not a weft program: not a failure.
-            let outs = self.fences.on_finalized(rank);
-            self.dispatch(outs);
-            return Ok(false);
+            return false;
         }
-        let mut line = format!("weft-run: rank {rank} (pid {}) {}", st.proc_.pid, ended.describe());
+        let mut line = format!("weft-run: rank {i} (pid {}) {}", st.proc_.pid, ended.describe());
         if ended == Ended::Exited(0) {
             line.push_str(" before finalize");
         }
@@ -688,18 +480,7 @@ impl Server {
         }
         note!("{line}");
         self.failures.push(line);
-        self.ranks[i].failed = true;
-        let frame = ToRank::Terminated { rank }.encode();
-        let others: Vec<u32> = (0..self.ranks.len() as u32)
-            .filter(|&r| {
-                let s = &self.ranks[r as usize];
-                r != rank && s.conn.is_some() && !s.finalized && s.proc_.ended.is_none()
-            })
-            .collect();
-        for r in others {
-            self.send_to(r, &frame);
-        }
-        Ok(true)
+        true
     }
 }
 
@@ -711,25 +492,3 @@ impl Drop for Server {
         }
     }
 }
-
-/// Wrap an iterator whose length is known.
-struct ExactLen<I> {
-    it: I,
-    n: usize,
-}
-
-impl<I: Iterator> Iterator for ExactLen<I> {
-    type Item = I::Item;
-    fn next(&mut self) -> Option<I::Item> {
-        let x = self.it.next();
-        if x.is_some() {
-            self.n = self.n.saturating_sub(1);
-        }
-        x
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.n, Some(self.n))
-    }
-}
-
-impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
