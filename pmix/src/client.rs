@@ -553,8 +553,9 @@ impl Runtime for PmixRuntime {
         Ok(())
     }
 
+    /// Commits any pending `put`s first (as every backend does), then fences.
     fn fence(&mut self) -> Result<(), RuntimeError> {
-        self.check_live("PMIx_Fence")?;
+        self.commit()?;
         let all = value::make_proc(&self.me.nspace, sys::PMIX_RANK_WILDCARD);
         let info = [value::info_bool(sys::PMIX_COLLECT_DATA, true)];
         // SAFETY: one valid proc and one valid (heap-free) info, alive for the blocking call.

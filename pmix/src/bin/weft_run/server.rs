@@ -259,12 +259,14 @@ impl Server {
 
     /// Record what the clients told the PMIx server.
     fn take_pmix_events(&mut self) {
+        let mut connected = false;
         for ev in self.pmix.drain() {
             match ev {
                 ServerEvent::Connected(r) => {
                     if let Some(st) = self.ranks.get_mut(r as usize) {
                         st.connected = true;
                     }
+                    connected = true;
                 }
                 ServerEvent::Finalized(r) => {
                     if let Some(st) = self.ranks.get_mut(r as usize) {
@@ -278,6 +280,10 @@ impl Server {
                     self.aborted.get_or_insert(code);
                 }
             }
+        }
+        if connected {
+            // New client connections: events to them must not wait for delayed ACKs.
+            self.pmix.tcp_nodelay_all();
         }
     }
 
