@@ -169,6 +169,8 @@ fn blocking<T>(
 struct Infos {
     list: Vec<sys::pmix_info_t>,
     strings: Vec<CString>,
+    // Boxed so each array keeps its address while the Vec grows (infos point to them).
+    #[allow(clippy::vec_box)]
     arrays: Vec<Box<sys::pmix_data_array_t>>,
     procs: Vec<Vec<sys::pmix_proc_t>>,
     nested: Vec<Infos>,

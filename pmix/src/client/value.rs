@@ -126,8 +126,11 @@ impl OwnedValue {
     /// The value as a flag, if it holds a `PMIX_BOOL`.
     pub(crate) fn as_bool(&self) -> Option<bool> {
         let v = self.get();
+        if v.type_ != T_BOOL {
+            return None;
+        }
         // SAFETY: type PMIX_BOOL → `flag` is the active member.
-        (v.type_ == T_BOOL).then(|| unsafe { v.data.flag })
+        Some(unsafe { v.data.flag })
     }
 
     /// The value as a string, if it holds a `PMIX_STRING`.
