@@ -18,18 +18,23 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
+mod bsend;
 mod coll;
 mod comm;
+mod completion;
 mod datatype;
 mod errhandler;
 pub mod error;
 mod group;
 mod handle;
 mod init;
+mod message;
 mod op;
 mod p2p;
+mod persistent;
 mod request;
 mod state;
+mod status;
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
 /// or pointer; pointers are checked before use (null where the standard forbids it is
@@ -70,3 +75,10 @@ pub(crate) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> error::MpiResult {
     unsafe { p.write(v) };
     Ok(())
 }
+
+/// Every exported MPI function, for Rust programs that link the rlib (the crate's examples
+/// call them directly, as a C program would through the shared library).
+pub use crate::{
+    bsend::*, coll::*, comm::*, completion::*, errhandler::*, init::*, message::*, op::*, p2p::*,
+    persistent::*, request::*, status::*,
+};
