@@ -7,15 +7,15 @@
 //! unless every request is complete.
 //!
 //! The blocking ones poll: each round tests every active request once (a test runs the
-//! progress engine), then, at `MPI_THREAD_MULTIPLE`, releases the lock before the next round.
+//! progress engine), then pauses with the lock released (`request::idle`).
 
 use std::ffi::c_int;
 
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::export;
-use crate::request::{complete, empty_status, inactive, peek, settled, store, Outcome};
-use crate::state::{self, call, Mpi, On};
+use crate::request::{complete, empty_status, idle, inactive, peek, settled, store, Outcome};
+use crate::state::{call, Mpi, On};
 
 /// Check an array argument of `count` requests.
 fn check_array(count: c_int, requests: *mut MPI_Request) -> MpiResult<usize> {
@@ -112,7 +112,7 @@ export! {
             if index.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `index` is NULL"));
             }
-            let mut any = false;
+            let (mut any, mut spins) = (false, 0);
             loop {
                 // SAFETY: `requests` holds `n` handles (checked non-null when n > 0).
                 if let Some((i, (st, e))) = unsafe { test_any(m, n, requests, &mut any)? } {
@@ -131,7 +131,7 @@ export! {
                     }
                     return Ok(());
                 }
-                state::unlocked(std::thread::yield_now);
+                idle(&mut spins);
             }
         })
     }
@@ -180,6 +180,7 @@ export! {
             if outcount.is_null() || (n > 0 && indices.is_null()) {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `outcount` or `indices` is NULL"));
             }
+            let mut spins = 0;
             loop {
                 // SAFETY: arrays of `n` entries from the caller.
                 let (done, e) = unsafe { test_some(m, n, requests, indices, statuses)? };
@@ -188,7 +189,7 @@ export! {
                     unsafe { *outcount = done };
                     return e.map_or(Ok(()), |e| Err(in_status(e, statuses)));
                 }
-                state::unlocked(std::thread::yield_now);
+                idle(&mut spins);
             }
         })
     }

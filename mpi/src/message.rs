@@ -11,7 +11,7 @@ use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::p2p::{recv_source, recv_tag};
 use crate::request::{self, After, Req};
-use crate::state::{self, call, Mpi, On};
+use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
 impl Mpi {
@@ -116,11 +116,12 @@ export! {
             if message.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `message` is NULL"));
             }
+            let mut spins = 0;
             let (h, st) = loop {
                 if let Some(found) = m.improbe(source, tag, comm)? {
                     break found;
                 }
-                state::unlocked(std::thread::yield_now);
+                request::idle(&mut spins);
             };
             // SAFETY: non-null output pointer from the caller; status pointer from the caller.
             unsafe {

@@ -586,11 +586,12 @@ export! {
             let c = m.comm(comm)?;
             let (src, tag) = (recv_source(source)?, recv_tag(tag)?);
             let s = if multiple() {
+                let mut spins = 0;
                 loop {
                     if let Some(s) = m.core.iprobe(c, src, tag)? {
                         break s;
                     }
-                    crate::state::unlocked(std::thread::yield_now);
+                    request::idle(&mut spins);
                 }
             } else {
                 m.core.probe(c, src, tag)?

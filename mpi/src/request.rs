@@ -160,10 +160,26 @@ pub(crate) fn block_on(m: &Mpi, id: ReqId) -> Result<Status, EngineError> {
     if !state::multiple() {
         return m.core.wait(id);
     }
+    let mut spins = 0;
     loop {
         if let Some(st) = m.core.test(id)? {
             return Ok(st);
         }
+        idle(&mut spins);
+    }
+}
+
+/// Polls a blocking call makes with the lock released before it starts yielding the CPU.
+const SPINS_BEFORE_YIELD: u32 = 16;
+
+/// Between two polls of a blocking call: release the process lock (at
+/// `MPI_THREAD_MULTIPLE`) so other threads' calls run, and after [`SPINS_BEFORE_YIELD`]
+/// fruitless polls also yield the CPU (a thread that needs it may share this core).
+pub(crate) fn idle(spins: &mut u32) {
+    *spins += 1;
+    if *spins < SPINS_BEFORE_YIELD {
+        state::unlocked(std::hint::spin_loop);
+    } else {
         state::unlocked(std::thread::yield_now);
     }
 }
