@@ -506,71 +506,170 @@ export! {
     }
 }
 
+/// Post a receive, run the blocking `send`, then complete the receive (posting first means two
+/// ranks exchanging large messages cannot deadlock). The receive's status goes to `status`.
+///
+/// # Safety
+/// `recvbuf` must be valid for the type map's writes until this returns; `status` as for
+/// `MPI_Recv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn exchange(
+    m: &Mpi,
+    comm: MPI_Comm,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    status: *mut MPI_Status,
+    send: impl FnOnce() -> MpiResult,
+) -> MpiResult {
+    // SAFETY: blocking: `recvbuf` outlives the request.
+    let r = unsafe { m.start_recv_in(comm, recvbuf, recvcount, recvtype, source, recvtag)? };
+    let rh = m.reqs.borrow_mut().insert(r.into_req(comm));
+    let sent = send();
+    let (st, e) = request::complete(m, rh, true)?.expect("blocking completion");
+    // SAFETY: status pointer from the caller.
+    unsafe { request::store(status, st) };
+    sent?;
+    e.map_or(Ok(()), Err)
+}
+
+/// The body of `MPI_Sendrecv` and `MPI_Sendrecv_c`.
+///
+/// # Safety
+/// As `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_body(
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        let send = || {
+            // SAFETY: blocking: `sendbuf` outlives the request.
+            match unsafe {
+                m.start_send_in(comm, sendbuf, sendcount, sendtype, dest, sendtag, Mode::Standard)?
+            } {
+                Started::Core(id, after) => finish_blocking(m, comm, id, after).map(drop),
+                Started::Done(_) => Ok(()),
+            }
+        };
+        // SAFETY: forwarded contract.
+        unsafe { exchange(m, comm, recvbuf, recvcount, recvtype, source, recvtag, status, send) }
+    })
+}
+
+/// The body of `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c`: the outgoing data is
+/// packed into a scratch copy first, then sent while the receive fills the buffer.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_replace_body(
+    name: &'static str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        let c = m.comm(comm)?;
+        let span = m.types.borrow().span(datatype, count)?;
+        check_buf(buf, span.bytes())?;
+        let mut copy = Vec::with_capacity(span.bytes());
+        match &span {
+            // SAFETY: the application's buffer of `n` bytes, checked non-null when `n > 0`.
+            Span::Contig(n) => copy.extend_from_slice(unsafe { bytes(buf, *n) }),
+            // SAFETY: the application's buffer holds `count` elements of the type.
+            Span::Strided(_, ty) => unsafe {
+                crate::datatype::pack(buf.cast(), count as usize, ty, &mut copy)
+            },
+        }
+        let send = || {
+            if dest == MPI_PROC_NULL {
+                return Ok(());
+            }
+            let (dst, tag) = (m.core.dest(c, dest)?, send_tag(sendtag)?);
+            // SAFETY: `copy` lives until the blocking wait below returns.
+            let id = unsafe { m.core.isend(c, copy.as_ptr(), copy.len(), dst, tag)? };
+            finish_blocking(m, comm, id, After::Nothing).map(drop)
+        };
+        // SAFETY: forwarded contract.
+        unsafe { exchange(m, comm, buf, count, datatype, source, recvtag, status, send) }
+    })
+}
+
 export! {
-    /// `MPI_Sendrecv`: both at once (the receive is posted first, so two ranks exchanging
-    /// large messages cannot deadlock).
+    /// `MPI_Sendrecv`: a send and a receive at once.
     fn MPI_Sendrecv / PMPI_Sendrecv(
         sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
         comm: MPI_Comm, status: *mut MPI_Status
     ) {
-        call("MPI_Sendrecv", On::Comm(comm), |m| {
-            // SAFETY: blocking: `recvbuf` outlives the request.
-            let r = unsafe { m.start_recv_in(comm, recvbuf, recvcount.into(), recvtype, source, recvtag)? };
-            let rh = m.reqs.borrow_mut().insert(r.into_req(comm));
-            // SAFETY: blocking: `sendbuf` outlives the request.
-            let sent = match unsafe { m.start_send_in(comm, sendbuf, sendcount.into(), sendtype, dest, sendtag, Mode::Standard) } {
-                Ok(Started::Core(id, after)) => finish_blocking(m, comm, id, after).map(drop),
-                Ok(Started::Done(_)) => Ok(()),
-                Err(e) => Err(e),
-            };
-            let (st, e) = request::complete(m, rh, true)?.expect("blocking completion");
-            // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, st) };
-            sent?;
-            e.map_or(Ok(()), Err)
-        })
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_body("MPI_Sendrecv", sendbuf, sendcount.into(), sendtype, dest, sendtag,
+                recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status)
+        }
     }
 }
 
 export! {
-    /// `MPI_Sendrecv_replace`: send the buffer's contents and receive into the same buffer (the
-    /// outgoing data is packed into a scratch copy first).
+    /// `MPI_Sendrecv_c`: `MPI_Sendrecv` with large counts.
+    fn MPI_Sendrecv_c / PMPI_Sendrecv_c(
+        sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+        comm: MPI_Comm, status: *mut MPI_Status
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_body("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag,
+                recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+        }
+    }
+}
+
+export! {
+    /// `MPI_Sendrecv_replace`: send the buffer's contents and receive into the same buffer.
     fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
         buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status
     ) {
-        call("MPI_Sendrecv_replace", On::Comm(comm), |m| {
-            let c = m.comm(comm)?;
-            let span = m.types.borrow().span(datatype, count.into())?;
-            check_buf(buf, span.bytes())?;
-            let mut copy = Vec::with_capacity(span.bytes());
-            match &span {
-                // SAFETY: the application's buffer of `n` bytes, checked non-null when `n > 0`.
-                Span::Contig(n) => copy.extend_from_slice(unsafe { bytes(buf, *n) }),
-                // SAFETY: the application's buffer holds `count` elements of the type.
-                Span::Strided(_, ty) => unsafe { crate::datatype::pack(buf.cast(), count as usize, ty, &mut copy) },
-            }
-            // SAFETY: blocking: `buf` outlives the request.
-            let r = unsafe { m.start_recv_in(comm, buf, count.into(), datatype, source, recvtag)? };
-            let rh = m.reqs.borrow_mut().insert(r.into_req(comm));
-            let sent = if dest == MPI_PROC_NULL {
-                Ok(())
-            } else {
-                let send = || -> MpiResult {
-                    let (dst, tag) = (m.core.dest(c, dest)?, send_tag(sendtag)?);
-                    // SAFETY: `copy` lives until the blocking wait below returns.
-                    let id = unsafe { m.core.isend(c, copy.as_ptr(), copy.len(), dst, tag)? };
-                    finish_blocking(m, comm, id, After::Nothing).map(drop)
-                };
-                send()
-            };
-            let (st, e) = request::complete(m, rh, true)?.expect("blocking completion");
-            // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, st) };
-            sent?;
-            e.map_or(Ok(()), Err)
-        })
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_replace_body("MPI_Sendrecv_replace", buf, count.into(), datatype, dest, sendtag,
+                source, recvtag, comm, status)
+        }
+    }
+}
+
+export! {
+    /// `MPI_Sendrecv_replace_c`: `MPI_Sendrecv_replace` with a large count.
+    fn MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(
+        buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_replace_body("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag,
+                source, recvtag, comm, status)
+        }
     }
 }
 

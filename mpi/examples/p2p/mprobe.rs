@@ -70,8 +70,20 @@ pub fn run(me: c_int) {
         ok!(MPI_Wait(&mut r, IGNORE));
         check!(got == [7, 8], "imrecv_c");
     }
-    // MPI_PROC_NULL.
+    // A synchronous send to itself, taken by a matched probe: it completes with the receive.
+    let data = vec![9 as c_int; 1 << 14];
+    let mut back = vec![0 as c_int; 1 << 14];
+    let mut r = MPI_REQUEST_NULL;
+    ok!(MPI_Issend(data.as_ptr().cast(), 1 << 14, MPI_INT, me, 11, W, &mut r));
     let mut m = MPI_MESSAGE_NULL;
+    ok!(MPI_Mprobe(me, 11, W, &mut m, IGNORE));
+    let mut flag = 0;
+    ok!(MPI_Test(&mut r, &mut flag, IGNORE));
+    check!(flag == 0, "a synchronous send completed on a probe, before its receive");
+    ok!(MPI_Mrecv(back.as_mut_ptr().cast(), 1 << 14, MPI_INT, &mut m, IGNORE));
+    ok!(MPI_Wait(&mut r, IGNORE));
+    check!(back == data, "self ssend through mprobe");
+    // MPI_PROC_NULL.
     let mut st = status();
     ok!(MPI_Mprobe(MPI_PROC_NULL, 0, W, &mut m, &mut st));
     check!(m == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL, "mprobe of MPI_PROC_NULL");
@@ -80,10 +92,8 @@ pub fn run(me: c_int) {
         m == MPI_MESSAGE_NULL && st.MPI_SOURCE == MPI_PROC_NULL && count(&st) == 0,
         "mrecv of MPI_MESSAGE_NO_PROC"
     );
-    let mut flag = 0;
     ok!(MPI_Improbe(MPI_PROC_NULL, 0, W, &mut flag, &mut m, IGNORE));
     check!(flag == 1 && m == MPI_MESSAGE_NO_PROC, "improbe of MPI_PROC_NULL");
-    let mut r = MPI_REQUEST_NULL;
     ok!(MPI_Imrecv(std::ptr::null_mut(), 0, MPI_INT, &mut m, &mut r));
     ok!(MPI_Wait(&mut r, &mut st));
     check!(st.MPI_SOURCE == MPI_PROC_NULL, "imrecv of MPI_MESSAGE_NO_PROC");
