@@ -132,10 +132,15 @@ impl Mpi {
     /// Wait for every send from the attached buffer, then detach it; its address and size
     /// (null and 0 if none was attached).
     fn detach(&self) -> MpiResult<(*mut u8, usize)> {
-        let live = std::mem::take(&mut self.reqs.borrow_mut().bsend.live);
-        for &(_, _, id) in &live {
-            // The send's error has no request to go to (see the module doc).
+        // One at a time, each entry staying in the pool until its send is done: at
+        // MPI_THREAD_MULTIPLE another thread's buffered send must not take its room meanwhile.
+        loop {
+            let next = self.reqs.borrow().bsend.live.first().map(|e| e.2);
+            let Some(id) = next else { break };
+            // The send's error has no request to go to (see the module doc); an id another
+            // thread's buffered send already reaped is an error here too, and done as well.
             let _ = block_on(self, id);
+            self.reqs.borrow_mut().bsend.live.retain(|e| e.2 != id);
         }
         Ok(self.reqs.borrow_mut().bsend.attached.take().unwrap_or((std::ptr::null_mut(), 0)))
     }

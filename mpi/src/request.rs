@@ -12,7 +12,9 @@
 //!
 //! A request freed while active (`MPI_Request_free`) becomes an orphan: it completes in the
 //! background (every completion call reaps the finished orphans, running their completion
-//! step, e.g. the unpack of a strided receive into the user's buffer).
+//! step, e.g. the unpack of a strided receive into the user's buffer). A contiguous receive's
+//! data lands as soon as the message matches; a strided one's is unpacked only at the next
+//! completion call (wait, test, or a blocking call that completes through them).
 
 use std::ffi::c_int;
 
