@@ -33,7 +33,7 @@ pub(crate) enum After {
     /// Nothing.
     Nothing,
     /// Keep this buffer alive until then (a packed send, a collective's scratch).
-    Keep(Vec<u8>),
+    Keep(#[allow(dead_code, reason = "held only to be dropped when the request completes")] Vec<u8>),
     /// Unpack the received bytes through a type into the user's buffer.
     Unpack { packed: Vec<u8>, dst: *mut u8, count: usize, ty: std::sync::Arc<crate::datatype::TypeInfo> },
     /// Run this when the request completes successfully (copies out of scratch buffers).

@@ -1,7 +1,8 @@
 //! `MPI_THREAD_MULTIPLE`: four threads per rank, each on its own duplicate of the world,
 //! ping-pong 1000 times at once; rank 1 receives with `MPI_ANY_SOURCE` (and every tenth time
-//! `MPI_ANY_TAG`), and the threads mix blocking, non-blocking, synchronous and matched-probe
-//! receives, so every blocking path must release the lock while it waits.
+//! `MPI_ANY_TAG`), and the threads mix blocking, non-blocking and matched-probe
+//! receives, and standard, synchronous, buffered (one shared attached buffer) and
+//! non-blocking sends, so every blocking path must release the lock while it waits.
 
 use std::ffi::c_int;
 
@@ -19,6 +20,9 @@ pub fn run(me: c_int) {
         ok!(MPI_Comm_dup(MPI_COMM_WORLD, c));
         ok!(MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN));
     }
+    // Room for every thread's buffered send at once.
+    let mut pool = vec![0u8; THREADS * (4 + MPI_BSEND_OVERHEAD as usize)];
+    ok!(MPI_Buffer_attach(pool.as_mut_ptr().cast(), pool.len() as c_int));
     let hs: Vec<_> = comms
         .iter()
         .enumerate()
@@ -30,6 +34,8 @@ pub fn run(me: c_int) {
     for c in comms.iter_mut() {
         ok!(MPI_Comm_free(c));
     }
+    let (mut addr, mut size) = (std::ptr::null_mut::<std::ffi::c_void>(), 0);
+    ok!(MPI_Buffer_detach((&mut addr as *mut *mut std::ffi::c_void).cast(), &mut size));
 }
 
 fn worker(me: c_int, t: c_int, comm: MPI_Comm) {
@@ -41,6 +47,7 @@ fn worker(me: c_int, t: c_int, comm: MPI_Comm) {
             match i % 4 {
                 0 => ok!(MPI_Send(v.as_ptr().cast(), 1, MPI_INT, 1, i, comm)),
                 1 => ok!(MPI_Ssend(v.as_ptr().cast(), 1, MPI_INT, 1, i, comm)),
+                3 => ok!(MPI_Bsend(v.as_ptr().cast(), 1, MPI_INT, 1, i, comm)),
                 _ => {
                     let mut r = MPI_REQUEST_NULL;
                     ok!(MPI_Isend(v.as_ptr().cast(), 1, MPI_INT, 1, i, comm, &mut r));
