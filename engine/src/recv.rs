@@ -1,5 +1,6 @@
 //! The receive path and the matching of arrivals: posting receives (matched at once against
-//! the unexpected queue), probes, and [`Core::on_message`], which takes every message off the
+//! the unexpected queue), probes, matched probes ([`Message`]: a message taken out of
+//! matching for one later receive), and [`Core::on_message`], which takes every message off the
 //! wire and completes the posted receive it matches or queues it as unexpected. Also owns the
 //! pool of arrival buffers and the rule that ends a transport poll at the message a blocking
 //! wait is waiting for.

@@ -2,7 +2,8 @@
 //! and sends an RTS carrying its request id and the remote key (`send.rs`); the receiver,
 //! once the RTS matches a receive, reads the data straight into the user buffer with the
 //! transport's `get` (at once or asynchronously) and sends a FIN back; the FIN completes the
-//! send and withdraws the exposure.
+//! send and withdraws the exposure. A rendezvous to this process itself (a synchronous send
+//! to self) is copied from the sender's request when it matches.
 
 use crate::buffer::UserBuf;
 use crate::engine::{user_status, Core, ROUTE_SELF};

@@ -1,6 +1,6 @@
 //! The send path: eager sends straight to the transport or into the per-destination FIFO
-//! queue when the transport is full, the start of a rendezvous (expose, RTS), and the flush
-//! of those queues on progress. Owns [`Outgoing`] and the queue discipline: a message to a
+//! queue when the transport is full, the start of a rendezvous (expose, RTS), synchronous
+//! sends (always a rendezvous), and the flush of those queues on progress. Owns [`Outgoing`] and the queue discipline: a message to a
 //! peer never overtakes an earlier one to the same peer.
 
 use crate::buffer::UserBuf;
