@@ -89,6 +89,31 @@ impl Mpi {
         Ok(())
     }
 
+    /// The core communicator of `h` and `rank` (a destination or receive source) in its terms:
+    /// on an intercommunicator a rank names a process of the remote group. Negative values
+    /// (`MPI_ANY_SOURCE`, `MPI_PROC_NULL`, bad ranks) pass unchanged.
+    #[inline]
+    pub(crate) fn peer(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int)> {
+        let comms = self.comms.borrow();
+        let c = comms.get(h).ok_or_else(|| invalid(h))?;
+        match c.inter {
+            Some(i) if rank >= 0 => Ok((c.id, i.to_union(rank)?)),
+            _ => Ok((c.id, rank)),
+        }
+    }
+
+    /// Put a status of communicator `h` in the application's terms (on an intercommunicator the
+    /// source is a rank of the remote group).
+    #[inline]
+    pub(crate) fn own_status(&self, h: MPI_Comm, st: &mut MPI_Status) {
+        if st.MPI_SOURCE < 0 {
+            return;
+        }
+        if let Some(Some(i)) = self.comms.borrow().get(h).map(|c| c.inter) {
+            st.MPI_SOURCE = i.from_union(st.MPI_SOURCE);
+        }
+    }
+
     /// The intercommunicator layout of `h`, if it is one.
     pub(crate) fn inter_of(&self, h: MPI_Comm) -> MpiResult<Option<Inter>> {
         Ok(self.comms.borrow().get(h).ok_or_else(|| invalid(h))?.inter)

@@ -23,14 +23,15 @@ impl Mpi {
         tag: c_int,
         comm: MPI_Comm,
     ) -> MpiResult<Option<(MPI_Message, MPI_Status)>> {
-        let c = self.comm(comm)?;
+        let (c, source) = self.peer(comm, source)?;
         if source == MPI_PROC_NULL {
             return Ok(Some((MPI_MESSAGE_NO_PROC, request::proc_null_status())));
         }
         let Some(msg) = self.core.improbe(c, recv_source(source)?, recv_tag(tag)?)? else {
             return Ok(None);
         };
-        let st = request::status_of(&msg.status(), MPI_SUCCESS);
+        let mut st = request::status_of(&msg.status(), MPI_SUCCESS);
+        self.own_status(comm, &mut st);
         Ok(Some((self.reqs.borrow_mut().messages.insert((msg, comm)), st)))
     }
 

@@ -168,7 +168,7 @@ impl Mpi {
         tag: c_int,
         mode: Mode,
     ) -> MpiResult<Started> {
-        let c = self.comm(comm)?;
+        let (c, dest) = self.peer(comm, dest)?;
         if dest == MPI_PROC_NULL {
             return Ok(Started::Done(request::proc_null_status()));
         }
@@ -204,7 +204,7 @@ impl Mpi {
         src: c_int,
         tag: c_int,
     ) -> MpiResult<Started> {
-        let c = self.comm(comm)?;
+        let (c, src) = self.peer(comm, src)?;
         if src == MPI_PROC_NULL {
             return Ok(Started::Done(request::proc_null_status()));
         }
@@ -265,7 +265,7 @@ export! {
             if dest == MPI_PROC_NULL {
                 return Ok(());
             }
-            let c = m.comm(comm)?;
+            let (c, dest) = m.peer(comm, dest)?;
             if !multiple() {
                 if let Span::Contig(n) = m.types.borrow().span(datatype, count as i64)? {
                     check_buf(buf, n)?;
@@ -305,15 +305,17 @@ unsafe fn recv_body(
             unsafe { request::store(status, request::proc_null_status()) };
             return Ok(());
         }
-        let c = m.comm(comm)?;
-        let (st, e) = match m.types.borrow().span(datatype, count)? {
+        let (c, source) = m.peer(comm, source)?;
+        let (mut st, e) = match m.types.borrow().span(datatype, count)? {
             Span::Contig(n) if !multiple() => {
                 check_buf(buf, n)?;
                 // SAFETY: the application's buffer of `n` bytes (its count and type),
                 // checked non-null when `n > 0`.
                 let s = unsafe { bytes_mut(buf, n) };
                 let r = m.core.recv(c, s, recv_source(source)?, recv_tag(tag)?);
-                request::finish(m, r, After::Nothing)?
+                let mut out = request::finish(m, r, After::Nothing)?;
+                m.own_status(comm, &mut out.0);
+                out
             }
             _ => {
                 // SAFETY: blocking: `buf` outlives the request.
@@ -589,7 +591,7 @@ unsafe fn sendrecv_replace_body(
     status: *mut MPI_Status,
 ) -> c_int {
     call(name, On::Comm(comm), |m| {
-        let c = m.comm(comm)?;
+        let (c, dest) = m.peer(comm, dest)?;
         let span = m.types.borrow().span(datatype, count)?;
         check_buf(buf, span.bytes())?;
         let mut copy = Vec::with_capacity(span.bytes());
@@ -682,7 +684,7 @@ export! {
                 unsafe { request::store(status, request::proc_null_status()) };
                 return Ok(());
             }
-            let c = m.comm(comm)?;
+            let (c, source) = m.peer(comm, source)?;
             let (src, tag) = (recv_source(source)?, recv_tag(tag)?);
             let s = if multiple() {
                 let mut spins = 0;
@@ -695,8 +697,10 @@ export! {
             } else {
                 m.core.probe(c, src, tag)?
             };
+            let mut st = request::status_of(&s, MPI_SUCCESS);
+            m.own_status(comm, &mut st);
             // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, request::status_of(&s, MPI_SUCCESS)) };
+            unsafe { request::store(status, st) };
             Ok(())
         })
     }
@@ -717,13 +721,15 @@ export! {
                 }
                 return Ok(());
             }
-            let c = m.comm(comm)?;
+            let (c, source) = m.peer(comm, source)?;
             let found = m.core.iprobe(c, recv_source(source)?, recv_tag(tag)?)?;
             // SAFETY: pointers from the caller.
             unsafe {
                 *flag = found.is_some() as c_int;
                 if let Some(s) = found {
-                    request::store(status, request::status_of(&s, MPI_SUCCESS));
+                    let mut st = request::status_of(&s, MPI_SUCCESS);
+                    m.own_status(comm, &mut st);
+                    request::store(status, st);
                 }
             }
             Ok(())

@@ -251,7 +251,8 @@ pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option
         return Ok(Some((st, Some(e))));
     }
     let after = take_after(m, h, None)?;
-    let (st, e) = finish(m, res, after)?;
+    let (mut st, e) = finish(m, res, after)?;
+    m.own_status(comm, &mut st);
     Ok(Some((st, e.map(|e| e.on(comm)))))
 }
 
@@ -582,7 +583,8 @@ pub(crate) fn peek(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
     };
     // The core request is gone: keep its outcome in the MPI request.
     let after = take_after(m, h, Some(comm))?;
-    let (st, _) = finish(m, res, after)?;
+    let (mut st, _) = finish(m, res, after)?;
+    m.own_status(comm, &mut st);
     match m.reqs.borrow_mut().get_mut(h) {
         Some(Req::Persistent(p)) => p.active = Active::Done(st),
         Some(Req::Done { status, .. }) => *status = st,
