@@ -27,7 +27,8 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
 
-pub(crate) use pack::{pack, unpack};
+pub(crate) use pack::{pack, pack_to, unpack};
+pub(crate) use typecons::array;
 
 /// Layout of one element of a type.
 #[derive(Clone, Debug, PartialEq)]
