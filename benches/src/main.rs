@@ -14,6 +14,7 @@ mod driver;
 mod fipp;
 mod ft;
 mod net;
+mod osu;
 mod peers;
 mod pt2pt;
 mod report;
@@ -166,6 +167,10 @@ fn main() -> ExitCode {
     // `weft-bench ft …`: the fault-tolerance benchmarks (driver and workers in `ft/`).
     if std::env::args().nth(1).as_deref() == Some("ft") {
         return ft::main(std::env::args().skip(2).collect());
+    }
+    // `weft-bench osu …`: the same OSU binaries on MPICH's and weft's standard-ABI libraries.
+    if std::env::args().nth(1).as_deref() == Some("osu") {
+        return osu::main(std::env::args().skip(2).collect());
     }
     // `--bench allreduce,barrier,bcast`: the collective benchmarks (driver and worker in `coll.rs`).
     if coll::selected(std::env::args()) {

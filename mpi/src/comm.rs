@@ -20,11 +20,13 @@ pub(crate) struct CommObj {
     pub(crate) name: String,
     /// Attribute values by keyval.
     pub(crate) attrs: HashMap<c_int, usize>,
+    /// For an intercommunicator (`id` is then the union of both groups): the groups' places.
+    pub(crate) inter: Option<crate::intercomm::Inter>,
 }
 
 impl CommObj {
     pub(crate) fn new(id: CommId, errhandler: MPI_Errhandler, name: impl Into<String>) -> CommObj {
-        CommObj { id, errhandler, name: name.into(), attrs: HashMap::new() }
+        CommObj { id, errhandler, name: name.into(), attrs: HashMap::new(), inter: None }
     }
 }
 
@@ -114,7 +116,10 @@ export! {
     /// `MPI_Comm_rank`.
     fn MPI_Comm_rank / PMPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) {
         call("MPI_Comm_rank", On::Comm(comm), |m| {
-            let r = m.core.comm_rank(m.comm(comm)?)?;
+            let mut r = m.core.comm_rank(m.comm(comm)?)?;
+            if let Some(i) = m.inter_of(comm)? {
+                r = i.local_rank(r);
+            }
             // SAFETY: output pointer from the caller.
             unsafe { put(rank, r as c_int, "rank") }
         })
@@ -125,7 +130,10 @@ export! {
     /// `MPI_Comm_size`.
     fn MPI_Comm_size / PMPI_Comm_size(comm: MPI_Comm, size: *mut c_int) {
         call("MPI_Comm_size", On::Comm(comm), |m| {
-            let n = m.core.comm_size(m.comm(comm)?)?;
+            let mut n = m.core.comm_size(m.comm(comm)?)?;
+            if let Some(i) = m.inter_of(comm)? {
+                n = i.local_size;
+            }
             // SAFETY: output pointer from the caller.
             unsafe { put(size, n as c_int, "size") }
         })
@@ -247,12 +255,12 @@ export! {
 }
 
 export! {
-    /// `MPI_Comm_test_inter`: weft's communicators are intracommunicators.
+    /// `MPI_Comm_test_inter`.
     fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) {
         call("MPI_Comm_test_inter", On::Comm(comm), |m| {
-            m.comm(comm)?;
+            let inter = m.inter_of(comm)?.is_some();
             // SAFETY: output pointer from the caller.
-            unsafe { put(flag, 0, "flag") }
+            unsafe { put(flag, inter as c_int, "flag") }
         })
     }
 }

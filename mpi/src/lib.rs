@@ -7,9 +7,9 @@
 //! calls and back; it wires no layers itself. Module map: `abi` (the standard's constants,
 //! generated), `handle` (handle tables), `state` (the instance, thread model, call wrapper),
 //! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
-//! environment queries), `comm` (communicators), `group`, `datatype` (type descriptions),
+//! environment queries), `comm` (communicators), `intercomm` (intercommunicators), `group`, `datatype` (type descriptions),
 //! `request` (requests and completion), `p2p` (point-to-point), `op` (reduction operations),
-//! `coll` (collectives).
+//! `coll` (collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
 //! a profiling library defines itself to intercept the call; in a shared library the dynamic
@@ -26,10 +26,15 @@ pub mod error;
 mod group;
 mod handle;
 mod init;
+mod intercomm;
 mod op;
 mod p2p;
 mod request;
 mod state;
+mod ulfm;
+
+// The exported functions, for Rust programs and tests that link the crate.
+pub use crate::{coll::*, comm::*, errhandler::*, init::*, intercomm::*, op::*, p2p::*, request::*, ulfm::*};
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
 /// or pointer; pointers are checked before use (null where the standard forbids it is

@@ -24,6 +24,7 @@ use crate::init::SharedRuntime;
 use crate::{Config, Error, Result};
 
 mod coll;
+mod comm;
 mod ft;
 mod p2p;
 

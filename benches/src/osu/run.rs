@@ -1,0 +1,92 @@
+//! One OSU benchmark on one library: the command line, a supervised run with a hard timeout,
+//! and its results as rows.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use weft_testkit::job::{End, Supervisor};
+
+use super::build::Setup;
+use super::report::Row;
+use super::OsuCli;
+
+/// Which library the binary runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lib {
+    /// MPICH 5.0.2's `libmpi_abi.so.1` (the binary's own RUNPATH), under MPICH's `mpiexec`.
+    Mpich,
+    /// weft's `libmpi_abi.so.1`, under `weft-run`.
+    Weft,
+}
+
+impl Lib {
+    pub fn name(self) -> &'static str {
+        match self {
+            Lib::Mpich => "mpich",
+            Lib::Weft => "weft",
+        }
+    }
+}
+
+/// The OSU program `osu_<bench>` in the build.
+fn program(setup: &Setup, bench: &str) -> Result<PathBuf, String> {
+    let name = format!("osu_{bench}");
+    [
+        "pt2pt/standard",
+        "pt2pt/persistent",
+        "collective/blocking",
+        "collective/non_blocking",
+        "collective/neighborhood",
+    ]
+    .iter()
+    .map(|d| setup.bins.join(d).join(&name))
+    .find(|p| p.exists())
+    .ok_or_else(|| format!("no OSU program {name} in {}", setup.bins.display()))
+}
+
+/// Run `osu_<bench>` once on `lib`; its result rows.
+pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row>, String> {
+    let prog = program(setup, bench)?;
+    let n = cli.ranks.to_string();
+    let mut cmd = match lib {
+        Lib::Mpich => {
+            let mut c = Command::new(&setup.mpiexec);
+            c.args(["-n", &n, "-bind-to", "core"]).env_remove("LD_LIBRARY_PATH");
+            c
+        }
+        Lib::Weft => {
+            let mut c = Command::new(&setup.weft_run);
+            let path = match std::env::var("LD_LIBRARY_PATH") {
+                Ok(p) if !p.is_empty() => format!("{}:{p}", setup.weft_lib.display()),
+                _ => setup.weft_lib.display().to_string(),
+            };
+            c.args(["-n", &n]).env("LD_LIBRARY_PATH", path);
+            c
+        }
+    };
+    cmd.arg(&prog);
+    if bench != "barrier" && bench != "ibarrier" {
+        cmd.args(["-m", &cli.sizes]);
+    }
+    cmd.args(cli.osu_args.split_whitespace());
+    let done = Supervisor::new(Duration::from_secs(cli.timeout)).run(cmd).map_err(|e| e.to_string())?;
+    match done.end {
+        End::Exited(s) if s.success() => {}
+        End::Exited(s) => return Err(format!("{s}; stderr: {}", tail(&done.stderr))),
+        End::TimedOut(_) => return Err(format!("no result within {} s", cli.timeout)),
+    }
+    let rows: Vec<Row> = super::parse::results(&done.stdout)
+        .into_iter()
+        .map(|(size, value)| Row { bench: bench.to_string(), size, lib: lib.name(), value })
+        .collect();
+    if rows.is_empty() {
+        return Err(format!("no results in its output: {}", tail(&done.stdout)));
+    }
+    Ok(rows)
+}
+
+fn tail(s: &str) -> String {
+    let l: Vec<&str> = s.lines().rev().take(4).collect();
+    l.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
