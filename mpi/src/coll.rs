@@ -58,6 +58,8 @@ mod reduce;
 mod scatter;
 mod stage;
 
+pub use self::{alltoall::*, gather::*, reduce::*, scatter::*};
+
 /// How a collective call ends: blocking, or a request written to this pointer.
 #[derive(Clone, Copy)]
 pub(crate) enum Mode {

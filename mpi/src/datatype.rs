@@ -27,6 +27,7 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
 
+pub use self::{pack::*, query::*, typecons::*};
 pub(crate) use pack::{pack, pack_to, unpack};
 pub(crate) use typecons::array;
 

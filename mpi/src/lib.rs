@@ -34,7 +34,9 @@ mod state;
 mod ulfm;
 
 // The exported functions, for Rust programs and tests that link the crate.
-pub use crate::{coll::*, comm::*, errhandler::*, init::*, intercomm::*, op::*, p2p::*, request::*, ulfm::*};
+pub use crate::{
+    coll::*, comm::*, datatype::*, errhandler::*, init::*, intercomm::*, op::*, p2p::*, request::*, ulfm::*,
+};
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
 /// or pointer; pointers are checked before use (null where the standard forbids it is
