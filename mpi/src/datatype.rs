@@ -15,6 +15,8 @@
 //! predefined reductions apply to it (its packed data is a run of such elements).
 
 mod pack;
+#[cfg(test)]
+mod proptests;
 mod query;
 mod typecons;
 
