@@ -12,7 +12,9 @@ use crate::state::{call, On};
 use crate::{export, put};
 
 /// Copy the data of `count` elements of `ty` at `src` to `dst`, in type-map order; returns
-/// the bytes written (`count * ty.size`).
+/// the bytes written (`count * ty.size`). Addresses are formed with `wrapping_offset`: `src`
+/// may be `MPI_BOTTOM` (null) with a type of absolute addresses, where in-bounds pointer
+/// arithmetic would be undefined.
 ///
 /// # Safety
 /// `src` must be valid for reads of every byte the type map of `count` elements touches, and
@@ -30,7 +32,7 @@ pub(crate) unsafe fn pack_to(src: *const u8, count: usize, ty: &TypeInfo, dst: *
         for &(off, len) in b.iter() {
             // SAFETY: inside the type map (source) and inside `count * size` bytes
             // (destination), by the caller's contract.
-            unsafe { std::ptr::copy_nonoverlapping(src.offset(base + off), dst.add(at), len) };
+            unsafe { std::ptr::copy_nonoverlapping(src.wrapping_offset(base + off), dst.add(at), len) };
             at += len;
         }
     }
@@ -76,7 +78,9 @@ pub(crate) unsafe fn unpack(packed: &[u8], dst: *mut u8, count: usize, ty: &Type
             let n = len.min(packed.len() - at);
             // SAFETY: inside the type map, valid by the caller's contract; `packed` is a
             // separate allocation.
-            unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr().add(at), dst.offset(base + off), n) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(packed.as_ptr().add(at), dst.wrapping_offset(base + off), n)
+            };
             at += n;
         }
     }
