@@ -393,6 +393,16 @@ unsafe extern "C" fn strided_sum(
     }
 }
 
+/// An `MPI_User_function` summing elements of three ints.
+unsafe extern "C" fn triple_sum(invec: *mut c_void, inout: *mut c_void, len: *mut c_int, _dt: *mut MPI_Datatype) {
+    // SAFETY: the library calls this with `*len` elements of three ints at each buffer.
+    unsafe {
+        for k in 0..3 * *len as usize {
+            *inout.cast::<i32>().add(k) += *invec.cast::<i32>().add(k);
+        }
+    }
+}
+
 /// # Safety
 /// MPI is initialised.
 unsafe fn reductions(c: &mut Ctx) {
@@ -420,6 +430,18 @@ unsafe fn reductions(c: &mut Ctx) {
     run!(c, MPI_Allreduce / MPI_Iallreduce(p(&src), pm(&mut got), 4, c.every2, op, MPI_COMM_WORLD));
     assert_eq!(got, spread(&total), "allreduce with a user operation on a strided type");
     MPI_Op_free(&mut op);
+    // A user operation on 12-byte elements, large enough for the engine's segmenting
+    // algorithms: every call must get whole elements.
+    let mut tri: MPI_Datatype = MPI_DATATYPE_NULL;
+    MPI_Type_contiguous(3, MPI_INT, &mut tri);
+    MPI_Type_commit(&mut tri);
+    assert_eq!(MPI_Op_create(Some(triple_sum), 1, &mut op), MPI_SUCCESS);
+    let big: Vec<i32> = (0..3003).map(|i| v(me, i)).collect();
+    let mut got = vec![HOLE; 3003];
+    run!(c, MPI_Allreduce / MPI_Iallreduce(p(&big), pm(&mut got), 1001, tri, op, MPI_COMM_WORLD));
+    assert!(got.iter().enumerate().all(|(i, &x)| x == sum(i as i32, n)), "allreduce with a user operation on 12-byte elements");
+    MPI_Op_free(&mut op);
+    MPI_Type_free(&mut tri);
     // Reduce-scatter-block: blocks of 2; in place too.
     let send: Vec<i32> = (0..2 * n).map(|i| v(me, i)).collect();
     let want: Vec<i32> = (0..2).map(|j| sum(2 * me + j, n)).collect();

@@ -96,6 +96,13 @@ impl Mpi {
                         err!(MPI_ERR_OP, "invalid operation {h:#x}: freed or never created")
                     })?;
                 let size = ty.size;
+                // The engine reduces user operations on `MPI_BYTE` elements, and its
+                // commutative algorithms (Rabenseifner, ring) split a buffer at any byte; an
+                // application's function must see whole elements, so for elements of more than
+                // one byte the engine is told the operation does not commute, which selects
+                // the order-preserving algorithms that reduce whole buffers (correct for a
+                // commutative operation too).
+                let def = UserOpDef { commute: def.commute && size <= 1, ..def };
                 let user = if ty.dense() {
                     Op::user(def.commute, move |src: &[u8], dst: &mut [u8], _n| {
                         let mut len = (dst.len() / size.max(1)) as c_int;
