@@ -74,7 +74,7 @@ impl Mpi {
     /// The spec's buffers must stay valid until the collective completes (the call returns,
     /// or the request completes).
     pub(crate) unsafe fn exec(&self, comm: MPI_Comm, spec: &mut Spec, mode: Mode, keep: After) -> MpiResult {
-        let c = self.comm(comm)?;
+        let c = self.coll_comm(comm)?;
         let (rank, n) = (self.core.comm_rank(c)?, self.core.comm_size(c)?);
         OpsCore::size_spec(rank, n, spec)?;
         match mode {
@@ -106,9 +106,19 @@ impl Mpi {
         }
     }
 
+    /// The communicator a collective runs on: an intracommunicator (collectives on
+    /// intercommunicators are not supported: `MPI_ERR_COMM`).
+    pub(crate) fn coll_comm(&self, comm: MPI_Comm) -> MpiResult<weft::ops::CommId> {
+        let c = self.comm(comm)?;
+        if self.inter_of(comm)?.is_some() {
+            return Err(err!(MPI_ERR_COMM, "collectives on intercommunicators are not supported"));
+        }
+        Ok(c)
+    }
+
     /// This process's rank and the size of `comm`.
     pub(crate) fn rank_size(&self, comm: MPI_Comm) -> MpiResult<(u32, u32)> {
-        let c = self.comm(comm)?;
+        let c = self.coll_comm(comm)?;
         Ok((self.core.comm_rank(c)?, self.core.comm_size(c)?))
     }
 
@@ -189,7 +199,7 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            return Ok(m.core.barrier(m.comm(comm)?)?);
+            return Ok(m.core.barrier(m.coll_comm(comm)?)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);
