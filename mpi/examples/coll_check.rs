@@ -394,7 +394,12 @@ unsafe extern "C" fn strided_sum(
 }
 
 /// An `MPI_User_function` summing elements of three ints.
-unsafe extern "C" fn triple_sum(invec: *mut c_void, inout: *mut c_void, len: *mut c_int, _dt: *mut MPI_Datatype) {
+unsafe extern "C" fn triple_sum(
+    invec: *mut c_void,
+    inout: *mut c_void,
+    len: *mut c_int,
+    _dt: *mut MPI_Datatype,
+) {
     // SAFETY: the library calls this with `*len` elements of three ints at each buffer.
     unsafe {
         for k in 0..3 * *len as usize {
@@ -439,7 +444,10 @@ unsafe fn reductions(c: &mut Ctx) {
     let big: Vec<i32> = (0..3003).map(|i| v(me, i)).collect();
     let mut got = vec![HOLE; 3003];
     run!(c, MPI_Allreduce / MPI_Iallreduce(p(&big), pm(&mut got), 1001, tri, op, MPI_COMM_WORLD));
-    assert!(got.iter().enumerate().all(|(i, &x)| x == sum(i as i32, n)), "allreduce with a user operation on 12-byte elements");
+    assert!(
+        got.iter().enumerate().all(|(i, &x)| x == sum(i as i32, n)),
+        "allreduce with a user operation on 12-byte elements"
+    );
     MPI_Op_free(&mut op);
     MPI_Type_free(&mut tri);
     // Reduce-scatter-block: blocks of 2; in place too.
@@ -522,6 +530,46 @@ unsafe fn reductions(c: &mut Ctx) {
     c.checks += 2;
 }
 
+/// Non-blocking collectives in flight together, completed in one `MPI_Waitall`: each keeps
+/// its own scratch buffers and unpacks into its own receive buffer when it completes.
+///
+/// # Safety
+/// MPI is initialised.
+unsafe fn concurrent(c: &mut Ctx) {
+    let (n, me) = (c.size, c.rank);
+    let root = 0;
+    let want_b: Vec<i32> = (0..6).map(|i| v(root, i)).collect();
+    let mut b = spread(&if me == root { want_b.clone() } else { vec![0; 6] });
+    let mine: Vec<i32> = (0..3).map(|i| v(me, i)).collect();
+    let src = spread(&mine);
+    let mut sum = spread(&[HOLE; 3]);
+    let mut all = spread(&vec![HOLE; 3 * n as usize]);
+    let mut reqs = [MPI_REQUEST_NULL; 3];
+    assert_eq!(MPI_Ibcast(pm(&mut b), 6, c.every2, root, MPI_COMM_WORLD, &mut reqs[0]), MPI_SUCCESS);
+    assert_eq!(
+        MPI_Iallreduce(p(&src), pm(&mut sum), 3, c.every2, MPI_SUM, MPI_COMM_WORLD, &mut reqs[1]),
+        MPI_SUCCESS
+    );
+    assert_eq!(
+        MPI_Iallgather(p(&mine), 3, MPI_INT, pm(&mut all), 3, c.every2, MPI_COMM_WORLD, &mut reqs[2]),
+        MPI_SUCCESS
+    );
+    assert_eq!(MPI_Waitall(3, reqs.as_mut_ptr(), null_mut()), MPI_SUCCESS);
+    assert!(reqs.iter().all(|&r| r == MPI_REQUEST_NULL));
+    assert_eq!(b, spread(&want_b), "concurrent ibcast");
+    assert_eq!(
+        sum,
+        spread(&(0..3).map(|i| (0..n).map(|r| v(r, i)).sum()).collect::<Vec<i32>>()),
+        "concurrent iallreduce"
+    );
+    assert_eq!(
+        all,
+        spread(&(0..n).flat_map(|r| (0..3).map(move |i| v(r, i))).collect::<Vec<_>>()),
+        "concurrent iallgather"
+    );
+    c.checks += 3;
+}
+
 /// Bad arguments return the right class (the communicator returns errors).
 ///
 /// # Safety
@@ -555,6 +603,19 @@ unsafe fn errors(c: &mut Ctx) {
         MPI_ERR_ARG
     );
     assert_eq!(class(MPI_Reduce_local(p(&x), pm(&mut y), 1, MPI_INT, MPI_OP_NULL)), MPI_ERR_OP);
+    // Collectives on an intercommunicator (even and odd world ranks) are refused.
+    if c.size >= 2 {
+        let mut half: MPI_Comm = MPI_COMM_NULL;
+        MPI_Comm_split(MPI_COMM_WORLD, c.rank % 2, c.rank, &mut half);
+        let mut inter: MPI_Comm = MPI_COMM_NULL;
+        let remote_leader = if c.rank % 2 == 0 { 1 } else { 0 };
+        assert_eq!(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, remote_leader, 99, &mut inter), MPI_SUCCESS);
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        assert_eq!(class(MPI_Barrier(inter)), MPI_ERR_COMM);
+        assert_eq!(class(MPI_Allreduce(p(&x), pm(&mut y), 1, MPI_INT, MPI_SUM, inter)), MPI_ERR_COMM);
+        MPI_Comm_free(&mut inter);
+        MPI_Comm_free(&mut half);
+    }
     // Local checks only: no rank takes part in a collective that failed before it started.
     assert_eq!(
         class(MPI_Alltoall(p(&x), 1, MPI_INT, pm(&mut y), 2, MPI_INT, MPI_COMM_WORLD)),
@@ -586,6 +647,7 @@ fn main() {
             alltoall(&mut c);
             reductions(&mut c);
         }
+        concurrent(&mut c);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN); // calls on no object
         errors(&mut c);
