@@ -148,7 +148,7 @@ pub(crate) unsafe fn launch(
     spec.recv = recv.ptr;
     // SAFETY: forwarded contract.
     unsafe {
-        let keep = stage::after(vec![send, recv]);
+        let keep = stage::after([send, recv]);
         m.exec(comm, spec, mode, keep)
     }
 }
@@ -219,16 +219,18 @@ fn bcast(
     let ty = m.typed(dt, count)?;
     let (me, n) = m.rank_size(comm)?;
     let root = root_in(root, n)?;
-    let region = Region::one(buf.cast(), &ty, count as usize);
     let mut spec = Spec::new(Kind::Bcast, DType::Byte);
-    spec.count = region.bytes();
+    spec.count = ty.size * count as usize; // `typed` checked it fits
     spec.root = root;
-    // The root's data is the buffer itself or its packed copy; the others receive into it.
-    let data = if me == root {
+    // A dense type is used in place; otherwise the root's data is packed, the others receive
+    // into scratch and unpack.
+    let data = if ty.dense() {
+        Staged::at(buf.cast())
+    } else if me == root {
         // SAFETY: the root's buffer holds `count` elements.
-        unsafe { stage::send(&region) }
+        unsafe { stage::send(&Region::one(buf.cast(), &ty, count as usize)) }
     } else {
-        stage::recv(region)
+        stage::recv(Region::one(buf.cast(), &ty, count as usize))
     };
     // SAFETY: the application keeps `buf` valid until the collective completes.
     unsafe { launch(m, comm, &mut spec, Staged::none(), data, mode) }

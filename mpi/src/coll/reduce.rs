@@ -15,6 +15,7 @@ use super::{count_of, counts_at, in_place, launch, root_in, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
+use crate::request::After;
 use crate::state::{call, Mpi, On};
 
 /// The shape of a reduction: which collective, and how many elements each rank receives.
@@ -66,6 +67,23 @@ fn reduce(
     };
     let ty = m.typed(dt, 0)?;
     let r = m.reduction(op, dt, &ty)?;
+    let spec_count = match kind {
+        Kind::ReduceScatterBlock => output * r.per_elem,
+        Kind::ReduceScatter => 0,
+        _ => input * r.per_elem,
+    };
+    if ty.dense() && kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce) {
+        // The common case, without staging: the engine reads and writes the buffers as they
+        // are (allreduce in place included).
+        let mut spec = Spec::new(kind, r.dtype);
+        spec.count = spec_count;
+        spec.op = Some(r.op);
+        spec.root = root;
+        spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
+        spec.recv = if output == 0 { std::ptr::null_mut() } else { rbuf.cast() };
+        // SAFETY: the application keeps its buffers valid until the collective completes.
+        return unsafe { m.exec(comm, &mut spec, mode, After::Nothing) };
+    }
     let send = if in_place(sbuf) {
         if kind == Kind::Reduce && me != root {
             return Err(err!(MPI_ERR_BUFFER, "MPI_Reduce: MPI_IN_PLACE is only allowed at the root"));
@@ -92,11 +110,7 @@ fn reduce(
     }
     let per: Vec<usize> = counts.iter().map(|c| c * r.per_elem).collect();
     let mut spec = Spec::new(kind, r.dtype);
-    spec.count = match kind {
-        Kind::ReduceScatterBlock => output * r.per_elem,
-        Kind::ReduceScatter => 0,
-        _ => input * r.per_elem,
-    };
+    spec.count = spec_count;
     spec.op = Some(r.op);
     spec.root = root;
     spec.rcounts = &per;

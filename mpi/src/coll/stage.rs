@@ -194,7 +194,7 @@ pub(crate) fn recv(r: Region) -> Staged {
 ///
 /// # Safety
 /// The regions to unpack into must stay valid for writes until the call completes.
-pub(crate) unsafe fn after(stages: Vec<Staged>) -> After {
+pub(crate) unsafe fn after(stages: [Staged; 2]) -> After {
     if stages.iter().all(|s| s.scratch.is_none()) {
         return After::Nothing;
     }
