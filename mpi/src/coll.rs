@@ -11,11 +11,10 @@
 //! application left in the receive buffer.
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use weft::ops::OpsCore;
 use weft_coll::{DType, Kind, Spec};
-
-use std::sync::Arc;
 
 use crate::abi::*;
 use crate::datatype::TypeInfo;

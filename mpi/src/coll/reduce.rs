@@ -173,6 +173,16 @@ export! {
             if inbuf.is_null() || inoutbuf.is_null() {
                 return Err(err!(MPI_ERR_BUFFER, "MPI_Reduce_local: NULL buffer with {count} elements"));
             }
+            if ty.dense() {
+                let bytes = n * ty.size;
+                // SAFETY: both buffers hold `count` elements, one run each, and do not overlap
+                // (the standard requires distinct buffers).
+                let (src, dst) = unsafe {
+                    (std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes), std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes))
+                };
+                r.op.apply(r.dtype, src, dst, true);
+                return Ok(());
+            }
             let (mut src, mut dst) = (Vec::new(), Vec::new());
             // SAFETY: both buffers hold `count` elements of the type, by the caller's contract.
             unsafe {
