@@ -266,6 +266,25 @@ unsafe fn allgather(c: &mut Ctx) {
         );
         assert_eq!(got, want, "allgatherv (in place {in_place})");
     }
+    // Negative displacements: the receive buffer argument points past the end of the array.
+    let mut got = vec![HOLE; len];
+    let neg: Vec<i32> = displs.iter().map(|d| d - len as i32).collect();
+    let end = got.as_mut_ptr().add(len).cast::<c_void>();
+    run!(
+        c,
+        MPI_Allgatherv
+            / MPI_Iallgatherv(
+                p(&mine),
+                me + 1,
+                MPI_INT,
+                end,
+                counts.as_ptr(),
+                neg.as_ptr(),
+                MPI_INT,
+                MPI_COMM_WORLD
+            )
+    );
+    assert_eq!(got, want, "allgatherv with negative displacements");
 }
 
 /// # Safety
