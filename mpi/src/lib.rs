@@ -52,9 +52,9 @@ mod unsupported;
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
 pub use crate::{
-    address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, errhandler::*, group::*, info::*,
-    init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*, profiling::*, request::*,
-    status::*, topo::*, ulfm::*,
+    address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, datatype::*, errhandler::*, group::*,
+    info::*, init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*, profiling::*,
+    request::*, status::*, topo::*, ulfm::*,
 };
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
