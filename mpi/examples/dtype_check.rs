@@ -85,7 +85,7 @@ unsafe fn queries() {
     assert_eq!(name_of(MPI_INT), "MPI_INT");
     assert_eq!(name_of(MPI_DOUBLE_INT), "MPI_DOUBLE_INT");
     let pt = particle_type();
-    let sz = (1 + 16 + 4) as i32;
+    let sz: i32 = 1 + 16 + 4;
     let psize = std::mem::size_of::<Particle>() as isize;
     let last = std::mem::offset_of!(Particle, id) as isize + 4;
     assert_eq!(bounds(pt), (0, psize, 0, last, sz), "struct bounds follow the C layout");

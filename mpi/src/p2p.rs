@@ -56,6 +56,16 @@ fn check_buf(p: *const c_void, len: usize) -> MpiResult {
     Ok(())
 }
 
+/// Check the buffer of a span: a contiguous one must not be NULL; a strided one may be
+/// `MPI_BOTTOM` (NULL), its type then holding absolute addresses.
+#[inline(always)]
+fn check_span(p: *const c_void, span: &Span) -> MpiResult {
+    match span {
+        Span::Contig(n) => check_buf(p, *n),
+        Span::Strided(..) => Ok(()),
+    }
+}
+
 /// The send modes of the standard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -108,7 +118,7 @@ impl Mpi {
         let tag = send_tag(tag)?;
         let dst = self.core.dest(c, dest)?;
         let span = self.types.borrow().span(dt, count)?;
-        check_buf(buf, span.bytes())?;
+        check_span(buf, &span)?;
         match span {
             Span::Contig(n) => {
                 // SAFETY: forwarded contract.
@@ -230,7 +240,7 @@ impl Mpi {
         let tag = recv_tag(tag)?;
         let src = recv_source(src)?;
         let span = self.types.borrow().span(dt, count)?;
-        check_buf(buf, span.bytes())?;
+        check_span(buf, &span)?;
         match span {
             Span::Contig(n) => {
                 // SAFETY: forwarded contract.
@@ -306,7 +316,7 @@ unsafe fn recv_body(
             return Ok(());
         }
         let (c, source) = m.peer(comm, source)?;
-        let (mut st, e) = match m.types.borrow().span(datatype, count)? {
+        let (st, e) = match m.types.borrow().span(datatype, count)? {
             Span::Contig(n) if !multiple() => {
                 check_buf(buf, n)?;
                 // SAFETY: the application's buffer of `n` bytes (its count and type),
@@ -530,10 +540,15 @@ unsafe fn exchange(
     let r = unsafe { m.start_recv_in(comm, recvbuf, recvcount, recvtype, source, recvtag)? };
     let rh = m.reqs.borrow_mut().insert(r.into_req(comm));
     let sent = send();
+    if let Err(e) = sent {
+        // The message the receive waits for may never come (the peer's exchange may have failed
+        // alike): withdraw the receive, or wait for it if it already matched.
+        request::withdraw(m, rh)?;
+        return Err(e);
+    }
     let (st, e) = request::complete(m, rh, true)?.expect("blocking completion");
     // SAFETY: status pointer from the caller.
     unsafe { request::store(status, st) };
-    sent?;
     e.map_or(Ok(()), Err)
 }
 
@@ -593,7 +608,7 @@ unsafe fn sendrecv_replace_body(
     call(name, On::Comm(comm), |m| {
         let (c, dest) = m.peer(comm, dest)?;
         let span = m.types.borrow().span(datatype, count)?;
-        check_buf(buf, span.bytes())?;
+        check_span(buf, &span)?;
         let mut copy = Vec::with_capacity(span.bytes());
         match &span {
             // SAFETY: the application's buffer of `n` bytes, checked non-null when `n > 0`.

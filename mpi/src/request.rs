@@ -329,6 +329,23 @@ pub(crate) fn reap(m: &Mpi) {
     m.reqs.borrow_mut().orphans.extend(left);
 }
 
+/// Withdraw request `h` of a call that failed: cancel its core operation if it has not matched
+/// (the request is freed), otherwise wait for it to complete (its outcome is dropped).
+pub(crate) fn withdraw(m: &Mpi, h: MPI_Request) -> MpiResult {
+    let id = match m.reqs.borrow().get(h) {
+        Some(Req::Core { id, .. }) => Some(*id),
+        Some(_) => None,
+        None => return Err(invalid(h)),
+    };
+    if let Some(id) = id {
+        if m.core.cancel(id)? {
+            m.reqs.borrow_mut().remove(h);
+            return Ok(());
+        }
+    }
+    complete(m, h, true).map(drop)
+}
+
 /// Free request `h`: an inactive or complete one at once, an active one once it completes
 /// (it becomes an orphan).
 pub(crate) fn free(m: &Mpi, h: MPI_Request) -> MpiResult {

@@ -104,7 +104,7 @@ fn modes(me: c_int) {
         let mut size = 0;
         ok!(MPI_Buffer_detach((&mut addr as *mut *mut c_void).cast(), &mut size));
     } else {
-        let mut got = vec![[0 as c_int; 8]; 6];
+        let mut got = [[0 as c_int; 8]; 6];
         let mut rs = [MPI_REQUEST_NULL; 6];
         for (i, g) in got.iter_mut().enumerate() {
             if i % 2 == 0 {

@@ -378,7 +378,9 @@ export! {
         call("MPI_Type_dup", On::NoObject, |m| {
             let old = m.old_type(oldtype)?;
             // SAFETY: output pointer from the caller.
-            unsafe { m.new_type(Ok(dup(&old)), newtype) }
+            unsafe { m.new_type(Ok(dup(&old)), newtype)? };
+            // SAFETY: `new_type` wrote the new handle through the checked pointer.
+            m.copy_type_attrs(oldtype, unsafe { *newtype })
         })
     }
 }
@@ -432,7 +434,7 @@ export! {
             m.types.borrow_mut().free(h)?;
             // SAFETY: as above.
             unsafe { *datatype = MPI_DATATYPE_NULL };
-            Ok(())
+            m.delete_type_attrs(h)
         })
     }
 }
