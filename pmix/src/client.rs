@@ -28,6 +28,12 @@
 //!   harmless: every later call works. With `--with-ft ulfm` a SIGKILLed rank is reported to
 //!   every survivor as `PMIX_EVENT_PROC_TERMINATED` (about 50 ms after the kill on this host)
 //!   and the survivors keep running.
+//! - **Slurm 22.05 `srun --mpi=pmix`** (Debian's `mpi_pmix_v4`, libpmix 4.2 in slurmstepd;
+//!   `scripts/slurm-test`): bootstrap as above. Its server refuses an event registration that
+//!   includes `PMIX_EVENT_NODE_DOWN` (`SERVER FAILED REQUEST`), hence [`OPTIONAL_CODES`]. It
+//!   sends no termination events; about 1 s after a rank dies without `PMIx_Finalize`,
+//!   slurmstepd's own handler of `PMIX_ERR_LOST_CONNECTION` kills the whole step, even with
+//!   `-K0 --no-kill`.
 //! - **MPICH 4.0.2 `mpiexec.hydra` / `mpirun.mpich`**: hydra speaks PMI-1/PMI-2 (it sets only
 //!   `PMI_FD`, `PMI_RANK`, `PMI_SIZE`), not PMIx: `PmixRuntime::init()` fails there with
 //!   `PMIx_Init` → `-25 (UNREACHABLE)`, as it does with no launcher at all. `from_env()` picks
