@@ -30,7 +30,7 @@
 //!   and the survivors keep running.
 //! - **Slurm 22.05 `srun --mpi=pmix`** (Debian's `mpi_pmix_v4`, libpmix 4.2 in slurmstepd;
 //!   `scripts/slurm-test`): bootstrap as above. Its server refuses an event registration that
-//!   includes `PMIX_EVENT_NODE_DOWN` (`SERVER FAILED REQUEST`), hence [`OPTIONAL_CODES`]. It
+//!   includes `PMIX_EVENT_NODE_DOWN` (`SERVER FAILED REQUEST`), hence `OPTIONAL_CODES`. It
 //!   sends no termination events; about 1 s after a rank dies without `PMIx_Finalize`,
 //!   slurmstepd's own handler of `PMIX_ERR_LOST_CONNECTION` kills the whole step, even with
 //!   `-K0 --no-kill`.
