@@ -47,6 +47,7 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_FT_HB_PERIOD", default: "off", help: "heartbeat failure detector (observation ring): period in ms between heartbeats; off = detector disabled" },
     Key { name: "WEFT_FT_HB_TIMEOUT", default: "auto", help: "heartbeat detector: silence in ms after which the observed rank is declared failed (auto = 3 periods)" },
     Key { name: "WEFT_RT_TIMEOUT", default: "30", help: "seconds to wait for the job's runtime server (a PMIx direct-modex get of a peer's key, any PMI-2 reply including fences); read by weft-pmix" },
+    Key { name: "WEFT_MPI_INITIAL_ERRHANDLER", default: "fatal", help: "MPI library: error handler of calls made before MPI_Init or after MPI_Finalize (and of MPI_Init's own failure): fatal (print and exit) | return (print and return the error class); read by weft-mpi" },
     Key { name: "WEFT_FT_AGREE", default: "fast", help: "agreement (agree, shrink): fast (recursive doubling while nothing fails, falling back to ERA's tree) | tree (ERA only; set the same on every rank)" },
 ];
 
@@ -198,6 +199,11 @@ impl Config {
                 // Read by weft-pmix (`weft_pmix::server_timeout`); validated here.
                 "WEFT_RT_TIMEOUT" => {
                     parse_num(&k, &v, 1u64)?;
+                }
+                "WEFT_MPI_INITIAL_ERRHANDLER" => {
+                    if !matches!(v.trim(), "fatal" | "return") {
+                        return Err(bad(&k, &v, "expected fatal | return"));
+                    }
                 }
                 k if k.starts_with("WEFT_COLL_") => match c.coll.set_env(k, &v) {
                     Ok(true) => {}

@@ -42,6 +42,7 @@ pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, Ext, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
 pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
+pub use recv::Message;
 pub use request::{RecvStart, ReqId};
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};
 

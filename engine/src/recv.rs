@@ -1,5 +1,6 @@
 //! The receive path and the matching of arrivals: posting receives (matched at once against
-//! the unexpected queue), probes, and [`Core::on_message`], which takes every message off the
+//! the unexpected queue), probes, matched probes ([`Message`]: a message taken out of
+//! matching for one later receive), and [`Core::on_message`], which takes every message off the
 //! wire and completes the posted receive it matches or queues it as unexpected. Also owns the
 //! pool of arrival buffers and the rule that ends a transport poll at the message a blocking
 //! wait is waiting for.
@@ -96,33 +97,7 @@ impl Engine {
         let found = qs.take_unexpected(src, tag);
         self.core.streaming = found.is_some();
         if let Some(u) = found {
-            let status = user_status(u.src, u.tag, u.data.len());
-            match u.data {
-                Arrived::Eager(data) => {
-                    ubuf.fill(&data);
-                    self.core.recycle_buf(data);
-                    let res = Core::recv_result(status, ubuf.len());
-                    if !want_req {
-                        return res.map(RecvStart::Done);
-                    }
-                    return Ok(RecvStart::Pending(self.core.reqs.insert(req(Phase::Done(res)))));
-                }
-                Arrived::Rts { sreq, key, len } => {
-                    let id = self.core.reqs.insert(req(Phase::RecvPosted));
-                    self.core.aux = true;
-                    self.core.rndv_todo.push(RndvTodo {
-                        req: id,
-                        peer_world: u.src_world,
-                        sreq,
-                        ctx,
-                        key,
-                        len: len as usize,
-                        status,
-                    });
-                    self.run_rndv();
-                    return Ok(RecvStart::Pending(id));
-                }
-            }
+            return self.recv_matched(u, ctx, ubuf, req, want_req);
         }
         if src_world != u32::MAX && self.core.failed.is_failed(src_world) {
             return Err(Error::ProcFailed { ranks: vec![src as u32] });
@@ -165,6 +140,93 @@ impl Engine {
             }
             self.idle_wait(&mut spins);
         }
+    }
+
+    /// Receive `u`, a message already taken out of context `ctx`'s unexpected queue, into
+    /// `ubuf`: eager data is copied now, a rendezvous offer starts its read. `req` builds the
+    /// request from its phase. With `want_req` false an eager message returns its status (or
+    /// error) without allocating a request.
+    #[inline(always)]
+    fn recv_matched(
+        &mut self,
+        u: Unexpected,
+        ctx: u32,
+        ubuf: UserBuf,
+        req: impl FnOnce(Phase) -> Req,
+        want_req: bool,
+    ) -> Result<RecvStart> {
+        let status = user_status(u.src, u.tag, u.data.len());
+        match u.data {
+            Arrived::Eager(data) => {
+                ubuf.fill(&data);
+                self.core.recycle_buf(data);
+                let res = Core::recv_result(status, ubuf.len());
+                if !want_req {
+                    return res.map(RecvStart::Done);
+                }
+                Ok(RecvStart::Pending(self.core.reqs.insert(req(Phase::Done(res)))))
+            }
+            Arrived::Rts { sreq, key, len } => {
+                let id = self.core.reqs.insert(req(Phase::RecvPosted));
+                self.core.aux = true;
+                self.core.rndv_todo.push(RndvTodo {
+                    req: id,
+                    peer_world: u.src_world,
+                    sreq,
+                    ctx,
+                    key,
+                    len: len as usize,
+                    status,
+                });
+                self.run_rndv();
+                Ok(RecvStart::Pending(id))
+            }
+        }
+    }
+
+    /// Matched probe (`MPI_Improbe`): take the first message that a receive `(src, tag)` on
+    /// `c` would match out of the matching queue, if one has arrived. No later receive or
+    /// probe can match it; only [`Engine::imrecv`] with the returned handle receives it.
+    pub fn improbe(&mut self, c: CommId, src: i32, tag: i32) -> Result<Option<Message>> {
+        if self.iprobe(c, src, tag)?.is_none() {
+            return Ok(None);
+        }
+        let ctx = self.core.comms.get(c)?.ctx;
+        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        Ok(qs.take_unexpected(src, tag).map(|u| Message { comm: c, ctx, u }))
+    }
+
+    /// Receive a message taken by [`Engine::improbe`] into `buf` (`MPI_Imrecv`); the request
+    /// completes when the data is there (at once for an eager message).
+    ///
+    /// # Safety
+    /// As [`Engine::irecv`].
+    pub unsafe fn imrecv(&mut self, m: Message, buf: *mut u8, len: usize) -> Result<ReqId> {
+        if buf.is_null() && len > 0 {
+            return Err(Error::InvalidArg("null receive buffer with nonzero length".into()));
+        }
+        self.core.comms.get(m.comm)?;
+        // SAFETY: the caller guarantees buf/len validity until the request completes.
+        let ubuf = unsafe { UserBuf::new(buf, len) };
+        let (comm, peer_world, peer, tag) = (m.comm, m.u.src_world, m.u.src as i32, m.u.tag);
+        let req = |phase| Req { comm, peer_world, peer, tag, buf: ubuf, is_send: false, phase };
+        self.recv_matched(m.u, m.ctx, ubuf, req, true).map(RecvStart::pending)
+    }
+}
+
+/// A message taken out of matching by [`Engine::improbe`], waiting for [`Engine::imrecv`].
+/// Dropping it discards the message (a rendezvous sender then never completes).
+#[derive(Debug)]
+pub struct Message {
+    comm: CommId,
+    ctx: u32,
+    u: Unexpected,
+}
+
+impl Message {
+    /// The message's status: source, tag and byte count.
+    pub fn status(&self) -> Status {
+        user_status(self.u.src, self.u.tag, self.u.data.len())
     }
 }
 

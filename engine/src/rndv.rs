@@ -2,9 +2,11 @@
 //! and sends an RTS carrying its request id and the remote key (`send.rs`); the receiver,
 //! once the RTS matches a receive, reads the data straight into the user buffer with the
 //! transport's `get` (at once or asynchronously) and sends a FIN back; the FIN completes the
-//! send and withdraws the exposure.
+//! send and withdraws the exposure. A rendezvous to this process itself (a synchronous send
+//! to self) is copied from the sender's request when it matches.
 
-use crate::engine::{user_status, Core};
+use crate::buffer::UserBuf;
+use crate::engine::{user_status, Core, ROUTE_SELF};
 use crate::error::Error;
 use crate::request::{Phase, Req, ReqId};
 use crate::send::{Body, Outgoing};
@@ -45,6 +47,10 @@ impl Engine {
             let buf = req.buf;
             let n = todo.len.min(buf.len());
             let t = self.core.route[todo.peer_world as usize];
+            if t == ROUTE_SELF {
+                self.self_rndv(todo, buf);
+                continue;
+            }
             if t as usize >= self.transports.len() {
                 self.core.finish(todo.req, Err(Error::ProcFailed { ranks: vec![todo.status.source] }));
                 continue;
@@ -77,6 +83,21 @@ impl Engine {
                     self.core.finish(todo.req, Err(err));
                 }
             }
+        }
+    }
+
+    /// A matched rendezvous from this process to itself (a synchronous send): copy from the
+    /// sender's request's buffer, complete the receive, then the send.
+    fn self_rndv(&mut self, todo: RndvTodo, buf: UserBuf) {
+        let sid = ReqId::from_raw(todo.sreq);
+        let Some(src) = self.core.reqs.get(sid).filter(|r| r.is_send).map(|r| r.buf) else {
+            self.core.malformed(todo.peer_world, "self rendezvous for no send");
+            return;
+        };
+        buf.fill(src.as_slice());
+        self.core.finish(todo.req, Core::recv_result(todo.status, buf.len()));
+        if let Some(r) = self.core.reqs.get_mut(sid) {
+            r.phase = Phase::Done(Ok(user_status(r.peer as u32, r.tag, r.buf.len())));
         }
     }
 

@@ -1,6 +1,6 @@
 //! The send path: eager sends straight to the transport or into the per-destination FIFO
-//! queue when the transport is full, the start of a rendezvous (expose, RTS), and the flush
-//! of those queues on progress. Owns [`Outgoing`] and the queue discipline: a message to a
+//! queue when the transport is full, the start of a rendezvous (expose, RTS), synchronous
+//! sends (always a rendezvous), and the flush of those queues on progress. Owns [`Outgoing`] and the queue discipline: a message to a
 //! peer never overtakes an earlier one to the same peer.
 
 use crate::buffer::UserBuf;
@@ -9,7 +9,7 @@ use crate::engine::{check_tag, user_status, Core, ROUTE_NONE, ROUTE_SELF};
 use crate::error::{Error, Result};
 use crate::request::{Phase, Req, ReqId};
 use crate::rndv::RTS_BODY;
-use crate::transport::{class, Header, TransportError};
+use crate::transport::{class, Header, RKey, TransportError};
 use crate::{CommId, Engine, Status};
 
 /// A message waiting for transport space, in per-destination FIFO order.
@@ -82,30 +82,7 @@ impl Engine {
         tag: i32,
         want_req: bool,
     ) -> Result<Option<ReqId>> {
-        if buf.is_null() && len > 0 {
-            return Err(Error::InvalidArg("null send buffer with nonzero length".into()));
-        }
-        check_tag(tag, false)?;
-        let comm = self.core.comms.get(c)?;
-        if comm.revoked {
-            return Err(Error::Revoked);
-        }
-        let w = comm.world_dest(dst)?;
-        if self.core.failed.any() && comm.scope != ErrScope::Local {
-            self.core.scope_check(comm)?;
-        }
-        if self.core.failed.is_failed(w) {
-            return Err(Error::ProcFailed { ranks: vec![dst] });
-        }
-        let hdr = Header {
-            class: class::EAGER,
-            flags: 0,
-            reserved: 0,
-            ctx: comm.ctx + coll,
-            src: comm.rank,
-            tag,
-            len: len as u64,
-        };
+        let (hdr, w) = self.send_header(c, coll, buf, len, dst, tag)?;
         // SAFETY: the caller guarantees buf/len validity until the request completes.
         let ubuf = unsafe { UserBuf::new(buf as *mut u8, len) };
         let status = user_status(dst, tag, len);
@@ -142,13 +119,118 @@ impl Engine {
             self.core.enqueue(w, Outgoing { hdr, body: Body::User(ubuf), complete: Some(id) });
             return Ok(Some(id));
         }
-        // Rendezvous: expose the buffer, send an RTS carrying our request id and the key.
+        // SAFETY: forwarded contract.
+        unsafe { self.start_rndv(c, t, w, dst, hdr, buf, len) }.map(Some)
+    }
+
+    /// Start a synchronous send (`MPI_Issend`): the request completes only once the receiver
+    /// has matched the message. It always takes the rendezvous path, whose completion (the
+    /// receiver's FIN, sent after it matched and read the data) already says so; a send to
+    /// this process is read straight from the sender's request when it matches
+    /// ([`Engine::run_rndv`]).
+    ///
+    /// # Safety
+    /// As [`Engine::isend`].
+    pub unsafe fn issend(
+        &mut self,
+        c: CommId,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+    ) -> Result<ReqId> {
+        let (hdr, w) = self.send_header(c, 0, buf, len, dst, tag)?;
+        let route = self.core.route[w as usize];
+        if route == ROUTE_NONE {
+            return Err(Error::Transport(TransportError::Invalid(format!(
+                "no transport reaches world rank {w}"
+            ))));
+        }
+        if route == ROUTE_SELF {
+            // SAFETY: the caller guarantees buf/len validity until the request completes.
+            let ubuf = unsafe { UserBuf::new(buf as *mut u8, len) };
+            let id = self.core.reqs.insert(Req {
+                comm: c,
+                peer_world: w,
+                peer: dst as i32,
+                tag,
+                buf: ubuf,
+                is_send: true,
+                phase: Phase::SendAwaitFin { key: [0; std::mem::size_of::<RKey>()] },
+            });
+            let mut body = [0u8; RTS_BODY];
+            body[..8].copy_from_slice(&id.to_raw().to_le_bytes());
+            self.core.stats.sent_self += 1;
+            self.core.on_message(w, &Header { class: class::RTS, ..hdr }, &body);
+            return Ok(id);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.start_rndv(c, route as usize, w, dst, hdr, buf, len) }
+    }
+
+    /// Check a send's arguments and build its (eager) header; the header and the
+    /// destination's world rank.
+    #[inline(always)]
+    fn send_header(
+        &mut self,
+        c: CommId,
+        coll: u32,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+    ) -> Result<(Header, u32)> {
+        if buf.is_null() && len > 0 {
+            return Err(Error::InvalidArg("null send buffer with nonzero length".into()));
+        }
+        check_tag(tag, false)?;
+        let comm = self.core.comms.get(c)?;
+        if comm.revoked {
+            return Err(Error::Revoked);
+        }
+        let w = comm.world_dest(dst)?;
+        if self.core.failed.any() && comm.scope != ErrScope::Local {
+            self.core.scope_check(comm)?;
+        }
+        if self.core.failed.is_failed(w) {
+            return Err(Error::ProcFailed { ranks: vec![dst] });
+        }
+        let hdr = Header {
+            class: class::EAGER,
+            flags: 0,
+            reserved: 0,
+            ctx: comm.ctx + coll,
+            src: comm.rank,
+            tag,
+            len: len as u64,
+        };
+        Ok((hdr, w))
+    }
+
+    /// Rendezvous through transport `t`: expose the buffer, send an RTS carrying our request
+    /// id and the key; the request completes on the receiver's FIN.
+    ///
+    /// # Safety
+    /// As [`Engine::isend`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn start_rndv(
+        &mut self,
+        c: CommId,
+        t: usize,
+        w: u32,
+        dst: u32,
+        hdr: Header,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<ReqId> {
         let key = self.transports[t].expose(w, buf, len)?;
+        // SAFETY: the caller guarantees buf/len validity until the request completes.
+        let ubuf = unsafe { UserBuf::new(buf as *mut u8, len) };
         let id = self.core.reqs.insert(Req {
             comm: c,
             peer_world: w,
             peer: dst as i32,
-            tag,
+            tag: hdr.tag,
             buf: ubuf,
             is_send: true,
             phase: Phase::SendAwaitFin { key },
@@ -159,7 +241,7 @@ impl Engine {
         let hdr = Header { class: class::RTS, ..hdr };
         let out = Outgoing { hdr, body: Body::Inline(body, RTS_BODY as u8), complete: None };
         self.send_or_queue(t, w, out);
-        Ok(Some(id))
+        Ok(id)
     }
 
     /// The request of a send that completed at once, if the caller wants one.

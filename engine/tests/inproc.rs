@@ -485,3 +485,73 @@ fn receive_matched_at_post_completes_without_request() {
         assert!(unsafe { e.ext().isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
     });
 }
+
+#[test]
+fn synchronous_send_completes_only_after_the_match() {
+    run(2, 8, |me, e, _| {
+        let w = e.world();
+        for &len in &[0usize, 8, 1 << 16] {
+            if me == 0 {
+                let sbuf = vec![7u8; len];
+                // SAFETY: sbuf lives, unwritten, until the wait below completes s.
+                let s = unsafe { e.issend(w, sbuf.as_ptr(), len, 1, 3).unwrap() };
+                // Rank 1 posts its receive only after our go-ahead: until then s must pend.
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_millis(50) {
+                    assert!(e.test(s).unwrap().is_none(), "ssend of {len} completed before the match");
+                }
+                e.send(w, &[], 1, 4).unwrap();
+                assert_eq!(e.wait(s).unwrap().count, len);
+                // To itself: the matching receive completes both.
+                // SAFETY: as above.
+                let s = unsafe { e.issend(w, sbuf.as_ptr(), len, 0, 5).unwrap() };
+                assert!(e.test(s).unwrap().is_none());
+                let mut rbuf = vec![0u8; len];
+                assert_eq!(e.recv(w, &mut rbuf, 0, 5).unwrap().count, len);
+                assert_eq!(rbuf, sbuf);
+                e.wait(s).unwrap();
+            } else {
+                e.recv(w, &mut [], 0, 4).unwrap();
+                let mut rbuf = vec![0u8; len];
+                assert_eq!(e.recv(w, &mut rbuf, 0, 3).unwrap().count, len);
+                assert!(rbuf.iter().all(|&b| b == 7));
+            }
+        }
+    });
+}
+
+#[test]
+fn matched_probe_takes_the_message_out_of_matching() {
+    run(2, 8, |me, e, _| {
+        let w = e.world();
+        for &len in &[4usize, 1 << 16] {
+            if me == 0 {
+                let (a, b) = (vec![1u8; len], vec![2u8; len]);
+                // SAFETY: a and b live, unwritten, until wait_all completes both sends (the
+                // receiver takes them in the opposite order, so they must both be in flight).
+                let s = unsafe {
+                    [e.isend(w, a.as_ptr(), len, 1, 9).unwrap(), e.isend(w, b.as_ptr(), len, 1, 9).unwrap()]
+                };
+                e.wait_all(&s).unwrap();
+            } else {
+                let m = loop {
+                    if let Some(m) = e.improbe(w, 0, 9).unwrap() {
+                        break m;
+                    }
+                };
+                assert_eq!((m.status().source, m.status().tag, m.status().count), (0, 9, len));
+                // A plain receive now gets the second message, not the probed one.
+                let mut second = vec![0u8; len];
+                e.recv(w, &mut second, 0, 9).unwrap();
+                assert!(second.iter().all(|&b| b == 2));
+                let mut first = vec![0u8; len];
+                // SAFETY: `first` is not touched until the wait completes the request.
+                let r = unsafe { e.imrecv(m, first.as_mut_ptr(), len).unwrap() };
+                assert_eq!(e.wait(r).unwrap().count, len);
+                assert!(first.iter().all(|&b| b == 1));
+                assert!(e.improbe(w, 0, 9).unwrap().is_none());
+            }
+            e.barrier(w).unwrap();
+        }
+    });
+}

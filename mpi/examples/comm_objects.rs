@@ -47,6 +47,7 @@ fn main() {
 
 unsafe fn run() {
     let nodes: usize = std::env::args().nth(1).map(|s| s.parse().unwrap()).unwrap_or(1);
+    // SAFETY: every call follows the MPI standard's contract; pointers are to live locals.
     unsafe {
         ok(MPI_Init(null_mut(), null_mut()), "MPI_Init");
         ok(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "set_errhandler");
@@ -208,7 +209,12 @@ unsafe fn run() {
         let mut key = 0;
         let deleted = (&raw mut DELETED).cast::<c_void>();
         ok(
-            MPI_Comm_create_keyval(copy_plus_one as usize, count_delete as usize, &mut key, deleted),
+            MPI_Comm_create_keyval(
+                copy_plus_one as *const () as usize,
+                count_delete as *const () as usize,
+                &mut key,
+                deleted,
+            ),
             "create_keyval",
         );
         let mut key_dup = 0;
@@ -231,7 +237,7 @@ unsafe fn run() {
         assert_eq!((flag, v), (1, 41));
         let mut d2 = 0;
         ok(MPI_Comm_dup(d, &mut d2), "dup with attrs");
-        assert_eq!(COPIED, 1);
+        assert_eq!((&raw const COPIED).read(), 1);
         MPI_Comm_get_attr(d2, key, (&mut v as *mut usize).cast(), &mut flag);
         assert_eq!((flag, v), (1, 42), "copy callback result");
         MPI_Comm_get_attr(d2, key_dup, (&mut v as *mut usize).cast(), &mut flag);
@@ -239,13 +245,13 @@ unsafe fn run() {
         MPI_Comm_get_attr(d2, key_none, (&mut v as *mut usize).cast(), &mut flag);
         assert_eq!(flag, 0, "MPI_COMM_NULL_COPY_FN");
         ok(MPI_Comm_set_attr(d, key, 50 as *mut c_void), "replace");
-        assert_eq!(DELETED, 1, "replacing runs the delete callback");
+        assert_eq!((&raw const DELETED).read(), 1, "replacing runs the delete callback");
         ok(MPI_Comm_delete_attr(d, key), "delete");
-        assert_eq!(DELETED, 2);
+        assert_eq!((&raw const DELETED).read(), 2);
         MPI_Comm_get_attr(d, key, (&mut v as *mut usize).cast(), &mut flag);
         assert_eq!(flag, 0);
         ok(MPI_Comm_free(&mut d2), "free d2");
-        assert_eq!(DELETED, 3, "free runs the delete callback");
+        assert_eq!((&raw const DELETED).read(), 3, "free runs the delete callback");
         let stale = key;
         ok(MPI_Comm_free_keyval(&mut key), "free_keyval");
         assert_eq!(key, MPI_KEYVAL_INVALID);

@@ -87,7 +87,8 @@ fn main() {
             check(mpi_abi::MPIX_Comm_revoke(inter) == MPI_SUCCESS, "revoke");
         } else {
             let mut v: c_int = 0;
-            let rc = MPI_Recv((&mut v as *mut c_int).cast(), 1, MPI_INT, MPI_ANY_SOURCE, 8, inter, null_mut());
+            let rc =
+                MPI_Recv((&mut v as *mut c_int).cast(), 1, MPI_INT, MPI_ANY_SOURCE, 8, inter, null_mut());
             check(rc == MPIX_ERR_REVOKED, "a pending receive ends with MPIX_ERR_REVOKED");
         }
         MPI_Barrier(merged);

@@ -213,8 +213,6 @@ impl Mpi {
     }
 
     /// Copy the attributes of datatype `old` to its duplicate `new` (`MPI_Type_dup`).
-    // Called by `MPI_Type_dup` / `MPI_Type_free` (datatype.rs, written on the datatypes branch).
-    #[allow(dead_code)]
     pub(crate) fn copy_type_attrs(&self, old: MPI_Datatype, new: MPI_Datatype) -> MpiResult {
         let attrs: Vec<_> = self
             .keyvals
@@ -231,8 +229,6 @@ impl Mpi {
     }
 
     /// Delete every attribute of datatype `h` (`MPI_Type_free`).
-    // Called by `MPI_Type_dup` / `MPI_Type_free` (datatype.rs, written on the datatypes branch).
-    #[allow(dead_code)]
     pub(crate) fn delete_type_attrs(&self, h: MPI_Datatype) -> MpiResult {
         let attrs = self.keyvals.borrow_mut().type_attrs.remove(&h).unwrap_or_default();
         self.delete_all(h, attrs)

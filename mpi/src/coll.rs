@@ -1,19 +1,63 @@
 //! Collectives: MPI collective calls as collectives-engine specs, run blocking or started as a
-//! request. A data-moving collective moves bytes (`MPI_BYTE` elements) whatever its datatype;
-//! a reducing one runs on the element type of its datatype (`op.rs`). Non-contiguous types
-//! are not supported by these collectives (`MPI_ERR_TYPE` naming the call).
+//! request ([`Mpi::exec`]), and the argument checks they share. A data-moving collective moves
+//! bytes (`MPI_BYTE` elements) whatever its datatypes, so send and receive types that differ
+//! but carry the same bytes work; a reducing one runs on the element type of its datatype
+//! (`op.rs`). Non-contiguous types are packed into scratch buffers (`stage`).
+//!
+//! Families: `gather` (gather, allgather and their v forms), `scatter`, `alltoall` (with v
+//! and w), `reduce` (reduce, allreduce, reduce-scatter, scans, `MPI_Reduce_local`); barrier and
+//! bcast are here. `MPI_IN_PLACE` follows each collective's rule in the standard; the engine
+//! runs only allreduce in place, so an in-place call hands the engine a copy of the data the
+//! application left in the receive buffer.
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use weft::ops::OpsCore;
 use weft_coll::{DType, Kind, Spec};
 
 use crate::abi::*;
-use crate::datatype::Span;
+use crate::datatype::TypeInfo;
 use crate::error::{err, MpiResult};
 use crate::request::{self, After, Req};
 use crate::state::{call, multiple, Mpi, On};
 use crate::{export, put};
+
+use stage::{Region, Staged};
+
+/// Export the blocking collective `MPI_X` and its non-blocking form `MPI_IX` (the same
+/// arguments and a request) from one body, which sees the call's [`Mode`] as `$mode`.
+macro_rules! coll_pair {
+    ($(#[$m:meta])* $name:ident / $pname:ident, $iname:ident / $ipname:ident,
+     ($($a:ident : $t:ty),*), $comm:ident, |$mm:ident, $mode:ident| $body:expr) => {
+        export! {
+            $(#[$m])*
+            fn $name / $pname($($a: $t),*) {
+                call(stringify!($name), On::Comm($comm), |$mm| {
+                    let $mode = Mode::Blocking;
+                    $body
+                })
+            }
+        }
+        export! {
+            $(#[$m])*
+            fn $iname / $ipname($($a: $t),*, request: *mut MPI_Request) {
+                call(stringify!($iname), On::Comm($comm), |$mm| {
+                    let $mode = Mode::Start(request);
+                    $body
+                })
+            }
+        }
+    };
+}
+
+mod alltoall;
+mod gather;
+mod reduce;
+mod scatter;
+mod stage;
+
+pub use self::{alltoall::*, gather::*, reduce::*, scatter::*};
 
 /// How a collective call ends: blocking, or a request written to this pointer.
 #[derive(Clone, Copy)]
@@ -29,7 +73,7 @@ impl Mpi {
     /// The spec's buffers must stay valid until the collective completes (the call returns,
     /// or the request completes).
     pub(crate) unsafe fn exec(&self, comm: MPI_Comm, spec: &mut Spec, mode: Mode, keep: After) -> MpiResult {
-        let c = self.comm(comm)?;
+        let c = self.coll_comm(comm)?;
         let (rank, n) = (self.core.comm_rank(c)?, self.core.comm_size(c)?);
         OpsCore::size_spec(rank, n, spec)?;
         match mode {
@@ -61,15 +105,88 @@ impl Mpi {
         }
     }
 
-    /// Bytes of `count` elements of `dt`, which must be contiguous for `what`.
-    pub(crate) fn contig_bytes(&self, dt: MPI_Datatype, count: c_int, what: &str) -> MpiResult<usize> {
-        match self.types.borrow().span(dt, count as i64)? {
-            Span::Contig(n) => Ok(n),
-            Span::Strided(..) => {
-                Err(err!(MPI_ERR_TYPE, "{what}: non-contiguous datatypes are not supported in collectives"))
-            }
+    /// The communicator a collective runs on: an intracommunicator (collectives on
+    /// intercommunicators are not supported: `MPI_ERR_COMM`).
+    pub(crate) fn coll_comm(&self, comm: MPI_Comm) -> MpiResult<weft::ops::CommId> {
+        let c = self.comm(comm)?;
+        if self.inter_of(comm)?.is_some() {
+            return Err(err!(MPI_ERR_COMM, "collectives on intercommunicators are not supported"));
         }
+        Ok(c)
     }
+
+    /// This process's rank and the size of `comm`.
+    pub(crate) fn rank_size(&self, comm: MPI_Comm) -> MpiResult<(u32, u32)> {
+        let c = self.coll_comm(comm)?;
+        Ok((self.core.comm_rank(c)?, self.core.comm_size(c)?))
+    }
+
+    /// The type `dt` for moving `count` elements: committed, and the count not negative.
+    pub(crate) fn typed(&self, dt: MPI_Datatype, count: c_int) -> MpiResult<Arc<TypeInfo>> {
+        let types = self.types.borrow();
+        types.span(dt, count as i64)?;
+        Ok(types.get(dt)?.clone())
+    }
+}
+
+/// Run (or start) `spec` with `send` and `recv` as its buffers; the scratch buffers and the
+/// unpacking travel with the call.
+///
+/// # Safety
+/// The application's buffers behind `send` and `recv` must stay valid until the collective
+/// completes.
+pub(crate) unsafe fn launch(
+    m: &Mpi,
+    comm: MPI_Comm,
+    spec: &mut Spec,
+    send: Staged,
+    recv: Staged,
+    mode: Mode,
+) -> MpiResult {
+    spec.send = send.ptr;
+    spec.recv = recv.ptr;
+    // SAFETY: forwarded contract.
+    unsafe {
+        let keep = stage::after([send, recv]);
+        m.exec(comm, spec, mode, keep)
+    }
+}
+
+/// A count argument as a `usize` (`MPI_ERR_COUNT` if negative).
+pub(crate) fn count_of(c: c_int) -> MpiResult<usize> {
+    usize::try_from(c).map_err(|_| err!(MPI_ERR_COUNT, "invalid count {c}: counts are never negative"))
+}
+
+/// `n` counts from a C array (`MPI_ERR_ARG` if NULL, `MPI_ERR_COUNT` if one is negative).
+///
+/// # Safety
+/// A non-null `p` must hold `n` ints.
+pub(crate) unsafe fn counts_at(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<usize>> {
+    // SAFETY: forwarded contract.
+    let a = unsafe { crate::datatype::array(p, n, what)? };
+    a.iter().map(|&c| count_of(c)).collect()
+}
+
+/// `n` displacements from a C array (`MPI_ERR_ARG` if NULL).
+///
+/// # Safety
+/// A non-null `p` must hold `n` ints.
+pub(crate) unsafe fn displs_at(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<isize>> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { crate::datatype::array(p, n, what)? }.iter().map(|&d| d as isize).collect())
+}
+
+/// The root of a rooted collective on `n` ranks (`MPI_ERR_ROOT` if out of range).
+pub(crate) fn root_in(root: c_int, n: u32) -> MpiResult<u32> {
+    u32::try_from(root)
+        .ok()
+        .filter(|&r| r < n)
+        .ok_or_else(|| err!(MPI_ERR_ROOT, "invalid root {root} on a communicator of {n}"))
+}
+
+/// The send and receive sides of one rank carry different numbers of bytes.
+pub(crate) fn mismatch(what: &str, send: usize, recv: usize) -> crate::error::MpiErr {
+    err!(MPI_ERR_TRUNCATE, "{what}: {send} bytes sent but {recv} bytes expected (type signatures differ)")
 }
 
 /// `MPI_IN_PLACE` as a pointer.
@@ -81,7 +198,7 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            return Ok(m.core.barrier(m.comm(comm)?)?);
+            return Ok(m.core.barrier(m.coll_comm(comm)?)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);
@@ -98,65 +215,24 @@ fn bcast(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    let n = m.contig_bytes(dt, count, "MPI_Bcast")?;
+    let ty = m.typed(dt, count)?;
+    let (me, n) = m.rank_size(comm)?;
+    let root = root_in(root, n)?;
     let mut spec = Spec::new(Kind::Bcast, DType::Byte);
-    spec.recv = buf.cast();
-    spec.count = n;
-    spec.root = root_of(root)?;
+    spec.count = ty.size * count as usize; // `typed` checked it fits
+    spec.root = root;
+    // A dense type is used in place; otherwise the root's data is packed, the others receive
+    // into scratch and unpack.
+    let data = if ty.dense() {
+        Staged::at(buf.cast())
+    } else if me == root {
+        // SAFETY: the root's buffer holds `count` elements.
+        unsafe { stage::send(&Region::one(buf.cast(), &ty, count as usize)) }
+    } else {
+        stage::recv(Region::one(buf.cast(), &ty, count as usize))
+    };
     // SAFETY: the application keeps `buf` valid until the collective completes.
-    unsafe { m.exec(comm, &mut spec, mode, After::Nothing) }
-}
-
-/// A root argument as the engine takes it.
-pub(crate) fn root_of(root: c_int) -> MpiResult<u32> {
-    u32::try_from(root).map_err(|_| err!(MPI_ERR_ROOT, "invalid root {root}"))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn reduce(
-    m: &Mpi,
-    kind: Kind,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    mode: Mode,
-) -> MpiResult {
-    let ty = m.types.borrow().get(dt)?.clone();
-    m.contig_bytes(dt, count, kind.name())?;
-    let r = m.reduction(op, dt, &ty)?;
-    let mut spec = Spec::new(kind, r.dtype);
-    spec.count = count as usize * r.per_elem;
-    spec.op = Some(r.op);
-    spec.recv = recv.cast();
-    spec.send = send.cast();
-    if kind == Kind::Reduce {
-        spec.root = root_of(root)?;
-    }
-    let c = m.comm(comm)?;
-    let me = m.core.comm_rank(c)?;
-    let mut keep = After::Nothing;
-    if in_place(send) {
-        if kind == Kind::Allreduce {
-            spec.send = recv.cast_const().cast();
-        } else if kind == Kind::Reduce && me == spec.root {
-            // The root's contribution is in `recv`: reduce from a copy of it.
-            let bytes = count as usize * ty.size;
-            let mut copy = vec![0u8; bytes];
-            // SAFETY: `recv` holds `count` elements at the root (checked by size_spec below).
-            unsafe { std::ptr::copy_nonoverlapping(recv.cast::<u8>(), copy.as_mut_ptr(), bytes) };
-            spec.send = copy.as_ptr();
-            keep = After::Keep(copy);
-        } else {
-            return Err(err!(MPI_ERR_BUFFER, "{}: MPI_IN_PLACE is not allowed here", kind.name()));
-        }
-    }
-    // SAFETY: the application keeps the buffers valid until the collective completes; a scratch
-    // copy lives in `keep`.
-    unsafe { m.exec(comm, &mut spec, mode, keep) }
+    unsafe { launch(m, comm, &mut spec, Staged::none(), data, mode) }
 }
 
 export! {
@@ -184,41 +260,5 @@ export! {
     /// `MPI_Ibcast`.
     fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
         call("MPI_Ibcast", On::Comm(comm), |m| bcast(m, buffer, count, datatype, root, comm, Mode::Start(request)))
-    }
-}
-
-export! {
-    /// `MPI_Allreduce`.
-    fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) {
-        call("MPI_Allreduce", On::Comm(comm), |m| {
-            reduce(m, Kind::Allreduce, sendbuf, recvbuf, count, datatype, op, 0, comm, Mode::Blocking)
-        })
-    }
-}
-
-export! {
-    /// `MPI_Iallreduce`.
-    fn MPI_Iallreduce / PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Iallreduce", On::Comm(comm), |m| {
-            reduce(m, Kind::Allreduce, sendbuf, recvbuf, count, datatype, op, 0, comm, Mode::Start(request))
-        })
-    }
-}
-
-export! {
-    /// `MPI_Reduce`.
-    fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) {
-        call("MPI_Reduce", On::Comm(comm), |m| {
-            reduce(m, Kind::Reduce, sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Blocking)
-        })
-    }
-}
-
-export! {
-    /// `MPI_Ireduce`.
-    fn MPI_Ireduce / PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Ireduce", On::Comm(comm), |m| {
-            reduce(m, Kind::Reduce, sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Start(request))
-        })
     }
 }

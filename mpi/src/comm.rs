@@ -94,11 +94,6 @@ impl Comms {
     pub(crate) fn remove(&mut self, h: MPI_Comm) -> Option<CommObj> {
         self.table.remove(h)
     }
-
-    /// Every created communicator (finalize frees them).
-    pub(crate) fn created(&self) -> Vec<MPI_Comm> {
-        self.table.iter().map(|(h, _)| h).collect()
-    }
 }
 
 /// The error for a handle that names no live communicator.

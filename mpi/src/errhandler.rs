@@ -92,8 +92,8 @@ pub(crate) fn raise(mpi: &Mpi, name: &str, on: On, e: MpiErr) -> c_int {
 
 /// The initial error handler, for calls made when no instance is running.
 pub(crate) fn raise_initial(name: &str, e: MpiErr) -> c_int {
-    match std::env::var("WEFT_MPI_INITIAL_ERRHANDLER").as_deref() {
-        Ok("return") | Ok("MPI_ERRORS_RETURN") => {
+    match std::env::var("WEFT_MPI_INITIAL_ERRHANDLER").as_deref().map(str::trim) {
+        Ok("return") => {
             eprintln!("weft MPI: {name}: {} (returned {})", e.msg, e.class);
             e.class
         }

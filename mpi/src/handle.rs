@@ -91,14 +91,6 @@ impl<T> Table<T> {
         self.free.push(slot as u32);
         Some(v)
     }
-
-    /// Every live object with its handle.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(move |(i, s)| s.value.as_ref().map(|v| (encode(self.kind, i, s.generation), v)))
-    }
 }
 
 #[inline]

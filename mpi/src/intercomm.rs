@@ -30,7 +30,7 @@ pub(crate) struct Inter {
 impl Inter {
     /// Union rank of remote rank `d` (a destination or a receive source).
     #[inline]
-    pub(crate) fn to_union(&self, d: c_int) -> MpiResult<c_int> {
+    pub(crate) fn union_rank(self, d: c_int) -> MpiResult<c_int> {
         if d < 0 || d as u32 >= self.remote_size {
             return Err(err!(
                 MPI_ERR_RANK,
@@ -43,12 +43,12 @@ impl Inter {
 
     /// Remote rank of union rank `u` (a received message's source).
     #[inline]
-    pub(crate) fn from_union(&self, u: c_int) -> c_int {
+    pub(crate) fn remote_rank(self, u: c_int) -> c_int {
         u - self.remote_off as c_int
     }
 
     /// This process's rank in its local group, from its union rank.
-    pub(crate) fn local_rank(&self, union_rank: u32) -> u32 {
+    pub(crate) fn local_rank(self, union_rank: u32) -> u32 {
         union_rank - self.local_off
     }
 }
@@ -87,6 +87,31 @@ impl Mpi {
         // SAFETY: `buf` outlives the blocking call.
         unsafe { self.core.run(c, &spec)? };
         Ok(())
+    }
+
+    /// The core communicator of `h` and `rank` (a destination or receive source) in its terms:
+    /// on an intercommunicator a rank names a process of the remote group. Negative values
+    /// (`MPI_ANY_SOURCE`, `MPI_PROC_NULL`, bad ranks) pass unchanged.
+    #[inline]
+    pub(crate) fn peer(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int)> {
+        let comms = self.comms.borrow();
+        let c = comms.get(h).ok_or_else(|| invalid(h))?;
+        match c.inter {
+            Some(i) if rank >= 0 => Ok((c.id, i.union_rank(rank)?)),
+            _ => Ok((c.id, rank)),
+        }
+    }
+
+    /// Put a status of communicator `h` in the application's terms (on an intercommunicator the
+    /// source is a rank of the remote group).
+    #[inline]
+    pub(crate) fn own_status(&self, h: MPI_Comm, st: &mut MPI_Status) {
+        if st.MPI_SOURCE < 0 {
+            return;
+        }
+        if let Some(Some(i)) = self.comms.borrow().get(h).map(|c| c.inter) {
+            st.MPI_SOURCE = i.remote_rank(st.MPI_SOURCE);
+        }
     }
 
     /// The intercommunicator layout of `h`, if it is one.

@@ -8,7 +8,8 @@
 //! generated), `handle` (handle tables), `state` (the instance, thread model, call wrapper),
 //! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
 //! environment queries), `comm` (communicators), `intercomm` (intercommunicators), `group`, `datatype` (type descriptions),
-//! `request` (requests and completion), `p2p` (point-to-point), `op` (reduction operations),
+//! `request` (requests and completion), `completion` (any/some/all), `persistent`, `status`,
+//! `p2p` (point-to-point), `bsend` (buffered sends), `message` (matched probe), `op` (reduction operations),
 //! `coll` (collectives), `attr` (attribute caching), `info`, `topo` (process topologies),
 //! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`), `address`
 //! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `unsupported` (the generated stubs of
@@ -23,8 +24,10 @@
 pub mod abi;
 mod address;
 pub mod attr;
+mod bsend;
 mod coll;
 mod comm;
+mod completion;
 mod datatype;
 mod errhandler;
 pub mod error;
@@ -33,12 +36,15 @@ mod handle;
 mod info;
 mod init;
 mod intercomm;
+mod message;
 mod neighbor;
 mod op;
 mod p2p;
+mod persistent;
 mod profiling;
 mod request;
 mod state;
+mod status;
 mod topo;
 mod ulfm;
 mod unsupported;
@@ -46,8 +52,9 @@ mod unsupported;
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
 pub use crate::{
-    address::*, attr::*, coll::*, comm::*, errhandler::*, group::*, info::*, init::*, intercomm::*,
-    neighbor::*, op::*, p2p::*, profiling::*, request::*, topo::*, ulfm::*,
+    address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, datatype::*, errhandler::*, group::*,
+    info::*, init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*, profiling::*,
+    request::*, status::*, topo::*, ulfm::*,
 };
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value

@@ -21,9 +21,40 @@ pub(crate) struct Parts {
     failed: Option<MpiErr>,
 }
 
+impl Parts {
+    /// The parts still running (a request freed while active leaves them to complete alone).
+    pub(crate) fn into_pending(self) -> Vec<(ReqId, After)> {
+        self.pending
+    }
+}
+
+/// The status of `Parts` request `h` if all its parts are done, leaving the request in place
+/// (it becomes a `Done` request holding that status).
+pub(crate) fn peek_parts(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
+    let Some((st, _)) = run_parts(m, h, false)? else {
+        return Ok(None);
+    };
+    let mut reqs = m.reqs.borrow_mut();
+    if let Some(r) = reqs.get_mut(h) {
+        let comm = r.comm();
+        *r = Req::Done { status: st, comm };
+    }
+    Ok(Some(st))
+}
+
 /// Complete what has completed of `Parts` request `h` (everything, if `block`); its outcome
 /// once all parts are done (the request is then freed), `None` while some run.
 pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
+    let out = run_parts(m, h, block)?;
+    if out.is_some() {
+        m.reqs.borrow_mut().remove(h);
+    }
+    Ok(out)
+}
+
+/// Run the parts of `Parts` request `h` that have completed (all of them, if `block`); the
+/// request's outcome once every part is done (the request stays), `None` while some run.
+fn run_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
     let (pending, mut failed, comm) = match m.reqs.borrow_mut().get_mut(h) {
         Some(Req::Parts { parts, comm }) => (std::mem::take(&mut parts.pending), parts.failed.take(), *comm),
         _ => return Err(crate::request::invalid(h)),
@@ -53,7 +84,6 @@ pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<
         }
         return Ok(None);
     }
-    m.reqs.borrow_mut().remove(h);
     let mut st = empty_status();
     if let Some(e) = &failed {
         st.MPI_ERROR = e.class;
@@ -91,11 +121,14 @@ unsafe fn start(
     let mut go = || -> MpiResult {
         for b in recvs.iter().filter(|b| b.peer.rank != MPI_PROC_NULL) {
             // SAFETY: forwarded contract.
-            parts.push(unsafe { m.start_recv(hidden, b.buf, b.count, b.ty, b.peer.rank, b.peer.tag)? });
+            parts
+                .push(unsafe { m.start_recv(hidden, b.buf, b.count.into(), b.ty, b.peer.rank, b.peer.tag)? });
         }
         for b in sends.iter().filter(|b| b.peer.rank != MPI_PROC_NULL) {
             // SAFETY: forwarded contract.
-            parts.push(unsafe { m.start_send(hidden, b.buf, b.count, b.ty, b.peer.rank, b.peer.tag)? });
+            parts.push(unsafe {
+                m.start_send(hidden, b.buf, b.count.into(), b.ty, b.peer.rank, b.peer.tag, false)?
+            });
         }
         Ok(())
     };

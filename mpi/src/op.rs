@@ -51,7 +51,8 @@ impl Mpi {
     /// The engine's form of reducing `count`-sized buffers of `ty` (handle `dt`) with `op`.
     pub(crate) fn reduction(&self, op: MPI_Op, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<Reduction> {
         let predefined = |o: Op| -> MpiResult<Reduction> {
-            let Some(e) = ty.elem.filter(|_| matches!(ty.layout, crate::datatype::Layout::Contig)) else {
+            // The collectives pack a non-contiguous type: its packed data is a run of `elem`.
+            let Some(e) = ty.elem else {
                 return Err(err!(
                     MPI_ERR_OP,
                     "predefined operation {op:#x} is not defined on datatype {} (use a user operation)",
@@ -95,17 +96,64 @@ impl Mpi {
                         err!(MPI_ERR_OP, "invalid operation {h:#x}: freed or never created")
                     })?;
                 let size = ty.size;
-                let user = Op::user(def.commute, move |src: &[u8], dst: &mut [u8], _n| {
-                    let mut len = (dst.len() / size.max(1)) as c_int;
-                    let mut d = dt;
-                    // SAFETY: the application's MPI_User_function, called as the standard says:
-                    // `len` elements of `dt` at each buffer; `src` is not written by it.
-                    unsafe { (def.f)(src.as_ptr() as *mut _, dst.as_mut_ptr().cast(), &mut len, &mut d) };
-                });
+                // The engine reduces user operations on `MPI_BYTE` elements, and its
+                // commutative algorithms (Rabenseifner, ring) split a buffer at any byte; an
+                // application's function must see whole elements, so for elements of more than
+                // one byte the engine is told the operation does not commute, which selects
+                // the order-preserving algorithms that reduce whole buffers (correct for a
+                // commutative operation too).
+                let def = UserOpDef { commute: def.commute && size <= 1, ..def };
+                let user = if ty.dense() {
+                    Op::user(def.commute, move |src: &[u8], dst: &mut [u8], _n| {
+                        let mut len = (dst.len() / size.max(1)) as c_int;
+                        let mut d = dt;
+                        // SAFETY: the application's MPI_User_function, called as the standard
+                        // says: `len` elements of `dt` at each buffer; `src` is not written by it.
+                        unsafe { (def.f)(src.as_ptr() as *mut _, dst.as_mut_ptr().cast(), &mut len, &mut d) };
+                    })
+                } else {
+                    typed_user_op(def, dt, ty)?
+                };
                 Ok(Reduction { op: user, dtype: DType::Byte, per_elem: size })
             }
         }
     }
+}
+
+/// A user operation on a non-contiguous type: the engine hands it packed data, the
+/// application's function reads the type's layout; so both operands are unpacked into typed
+/// scratch buffers, the function runs there, and the result is packed back.
+fn typed_user_op(def: UserOpDef, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<Op> {
+    if ty.extent <= 0 || ty.true_extent < 0 {
+        return Err(err!(
+            MPI_ERR_TYPE,
+            "user reductions on a non-contiguous type need a positive extent (datatype {})",
+            ty.display()
+        ));
+    }
+    let ty = std::sync::Arc::new(ty.clone());
+    Ok(Op::user(def.commute, move |src: &[u8], dst: &mut [u8], _n| {
+        let n = dst.len() / ty.size.max(1);
+        if n == 0 {
+            return;
+        }
+        // Bytes the type map of `n` elements spans, from the true lower bound.
+        let span = (n - 1) * ty.extent as usize + ty.true_extent as usize;
+        let (mut a, mut b) = (vec![0u8; span], vec![0u8; span]);
+        let origin = |v: &mut Vec<u8>| v.as_mut_ptr().wrapping_offset(-ty.true_lb);
+        let (pa, pb) = (origin(&mut a), origin(&mut b));
+        let mut len = n as c_int;
+        let mut d = dt;
+        // SAFETY: `a` and `b` hold the type map of `n` elements from `origin` (every block
+        // lies in `[true_lb, true_lb + true_extent)` of its element); the packed operands hold
+        // `n * size` bytes; the application's function gets `len` elements at each buffer.
+        unsafe {
+            let _ = crate::datatype::unpack(src, pa, n, &ty);
+            let _ = crate::datatype::unpack(dst, pb, n, &ty);
+            (def.f)(pa.cast(), pb.cast(), &mut len, &mut d);
+            crate::datatype::pack_to(pb, n, &ty, dst.as_mut_ptr());
+        }
+    }))
 }
 
 export! {

@@ -40,7 +40,7 @@ pub(crate) fn send_tag(tag: c_int) -> MpiResult<i32> {
 
 /// A receive source: a rank or `MPI_ANY_SOURCE` (the core's wildcard has the same value).
 #[inline(always)]
-fn recv_source(src: c_int) -> MpiResult<i32> {
+pub(crate) fn recv_source(src: c_int) -> MpiResult<i32> {
     if src < 0 && src != MPI_ANY_SOURCE {
         return Err(err!(MPI_ERR_RANK, "invalid source rank {src}"));
     }
@@ -56,6 +56,47 @@ fn check_buf(p: *const c_void, len: usize) -> MpiResult {
     Ok(())
 }
 
+/// Check the buffer of a span: a contiguous one must not be NULL; a strided one may be
+/// `MPI_BOTTOM` (NULL), its type then holding absolute addresses.
+#[inline(always)]
+fn check_span(p: *const c_void, span: &Span) -> MpiResult {
+    match span {
+        Span::Contig(n) => check_buf(p, *n),
+        Span::Strided(..) => Ok(()),
+    }
+}
+
+/// The send modes of the standard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `MPI_Send`: completes when the buffer may be reused.
+    Standard,
+    /// `MPI_Ssend`: completes once the receiver matched the message.
+    Sync,
+    /// `MPI_Bsend`: copied into the attached buffer, complete at once.
+    Buffered,
+    /// `MPI_Rsend`: the receive is posted already; a standard send is a correct ready send.
+    Ready,
+}
+
+/// How an operation stands once started.
+pub(crate) enum Started {
+    /// Running in the core, with its completion step.
+    Core(ReqId, After),
+    /// Complete already, with this status.
+    Done(MPI_Status),
+}
+
+impl Started {
+    /// As a (non-persistent) request on communicator handle `comm`.
+    pub(crate) fn into_req(self, comm: MPI_Comm) -> Req {
+        match self {
+            Started::Core(id, after) => Req::Core { id, comm, after },
+            Started::Done(status) => Req::Done { status, comm },
+        }
+    }
+}
+
 impl Mpi {
     /// Start a send of `count` elements of `dt` at `buf`; the core request and what to keep
     /// alive until it completes.
@@ -63,23 +104,25 @@ impl Mpi {
     /// # Safety
     /// `buf` must stay valid for the type map's reads until the request completes.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn start_send(
         &self,
         c: CommId,
         buf: *const c_void,
-        count: c_int,
+        count: MPI_Count,
         dt: MPI_Datatype,
         dest: c_int,
         tag: c_int,
+        sync: bool,
     ) -> MpiResult<(ReqId, After)> {
         let tag = send_tag(tag)?;
         let dst = self.core.dest(c, dest)?;
-        let span = self.types.borrow().span(dt, count as i64)?;
-        check_buf(buf, span.bytes())?;
+        let span = self.types.borrow().span(dt, count)?;
+        check_span(buf, &span)?;
         match span {
             Span::Contig(n) => {
                 // SAFETY: forwarded contract.
-                let id = unsafe { self.core.isend(c, buf.cast(), n, dst, tag)? };
+                let id = unsafe { self.isend_raw(c, buf.cast(), n, dst, tag, sync)? };
                 Ok((id, After::Nothing))
             }
             Span::Strided(n, ty) => {
@@ -88,10 +131,96 @@ impl Mpi {
                 unsafe { crate::datatype::pack(buf.cast(), count as usize, &ty, &mut packed) };
                 // SAFETY: `packed` moves into the request's `After::Keep`, which lives until the
                 // request completes; moving a Vec does not move its heap buffer.
-                let id = unsafe { self.core.isend(c, packed.as_ptr(), packed.len(), dst, tag)? };
+                let id = unsafe { self.isend_raw(c, packed.as_ptr(), packed.len(), dst, tag, sync)? };
                 Ok((id, After::Keep(packed)))
             }
         }
+    }
+
+    /// A standard or synchronous core send of `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// As [`weft::ops::OpsCore::isend`].
+    #[inline(always)]
+    unsafe fn isend_raw(
+        &self,
+        c: CommId,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+        sync: bool,
+    ) -> MpiResult<ReqId> {
+        // SAFETY: forwarded contract.
+        let r = unsafe {
+            if sync {
+                self.core.issend(c, buf, len, dst, tag)
+            } else {
+                self.core.isend(c, buf, len, dst, tag)
+            }
+        };
+        Ok(r?)
+    }
+
+    /// Start a send in `mode` on communicator handle `comm` (`MPI_PROC_NULL` and buffered
+    /// sends complete at once).
+    ///
+    /// # Safety
+    /// `buf` must stay valid for the type map's reads until the request completes.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn start_send_in(
+        &self,
+        comm: MPI_Comm,
+        buf: *const c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+        dest: c_int,
+        tag: c_int,
+        mode: Mode,
+    ) -> MpiResult<Started> {
+        let (c, dest) = self.peer(comm, dest)?;
+        if dest == MPI_PROC_NULL {
+            return Ok(Started::Done(request::proc_null_status()));
+        }
+        match mode {
+            Mode::Buffered => {
+                // SAFETY: forwarded contract (a buffered send reads `buf` only during the call).
+                unsafe { self.bsend(c, buf, count, dt, dest, tag)? };
+                Ok(Started::Done(request::empty_status()))
+            }
+            Mode::Sync => {
+                // SAFETY: forwarded contract.
+                let (id, after) = unsafe { self.start_send(c, buf, count, dt, dest, tag, true)? };
+                Ok(Started::Core(id, after))
+            }
+            Mode::Standard | Mode::Ready => {
+                // SAFETY: forwarded contract.
+                let (id, after) = unsafe { self.start_send(c, buf, count, dt, dest, tag, false)? };
+                Ok(Started::Core(id, after))
+            }
+        }
+    }
+
+    /// Start a receive on communicator handle `comm` (`MPI_PROC_NULL` completes at once).
+    ///
+    /// # Safety
+    /// `buf` must stay valid for the type map's writes until the request completes.
+    pub(crate) unsafe fn start_recv_in(
+        &self,
+        comm: MPI_Comm,
+        buf: *mut c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+        src: c_int,
+        tag: c_int,
+    ) -> MpiResult<Started> {
+        let (c, src) = self.peer(comm, src)?;
+        if src == MPI_PROC_NULL {
+            return Ok(Started::Done(request::proc_null_status()));
+        }
+        // SAFETY: forwarded contract.
+        let (id, after) = unsafe { self.start_recv(c, buf, count, dt, src, tag)? };
+        Ok(Started::Core(id, after))
     }
 
     /// Post a receive of `count` elements of `dt` into `buf`.
@@ -103,15 +232,15 @@ impl Mpi {
         &self,
         c: CommId,
         buf: *mut c_void,
-        count: c_int,
+        count: MPI_Count,
         dt: MPI_Datatype,
         src: c_int,
         tag: c_int,
     ) -> MpiResult<(ReqId, After)> {
         let tag = recv_tag(tag)?;
         let src = recv_source(src)?;
-        let span = self.types.borrow().span(dt, count as i64)?;
-        check_buf(buf, span.bytes())?;
+        let span = self.types.borrow().span(dt, count)?;
+        check_span(buf, &span)?;
         match span {
             Span::Contig(n) => {
                 // SAFETY: forwarded contract.
@@ -146,7 +275,7 @@ export! {
             if dest == MPI_PROC_NULL {
                 return Ok(());
             }
-            let c = m.comm(comm)?;
+            let (c, dest) = m.peer(comm, dest)?;
             if !multiple() {
                 if let Span::Contig(n) = m.types.borrow().span(datatype, count as i64)? {
                     check_buf(buf, n)?;
@@ -158,123 +287,406 @@ export! {
                 }
             }
             // SAFETY: blocking: `buf` outlives the request.
-            let (id, after) = unsafe { m.start_send(c, buf, count, datatype, dest, tag)? };
+            let (id, after) = unsafe { m.start_send(c, buf, count.into(), datatype, dest, tag, false)? };
             finish_blocking(m, comm, id, after).map(drop)
         })
     }
 }
 
+/// The body of `MPI_Recv` and `MPI_Recv_c`.
+///
+/// # Safety
+/// As `MPI_Recv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv_body(
+    name: &'static str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        if source == MPI_PROC_NULL {
+            m.comm(comm)?;
+            // SAFETY: status pointer from the caller.
+            unsafe { request::store(status, request::proc_null_status()) };
+            return Ok(());
+        }
+        let (c, source) = m.peer(comm, source)?;
+        let (st, e) = match m.types.borrow().span(datatype, count)? {
+            Span::Contig(n) if !multiple() => {
+                check_buf(buf, n)?;
+                // SAFETY: the application's buffer of `n` bytes (its count and type),
+                // checked non-null when `n > 0`.
+                let s = unsafe { bytes_mut(buf, n) };
+                let r = m.core.recv(c, s, recv_source(source)?, recv_tag(tag)?);
+                let mut out = request::finish(m, r, After::Nothing)?;
+                m.own_status(comm, &mut out.0);
+                out
+            }
+            _ => {
+                // SAFETY: blocking: `buf` outlives the request.
+                let (id, after) = unsafe { m.start_recv(c, buf, count, datatype, source, tag)? };
+                let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after });
+                request::complete(m, h, true)?.expect("blocking completion")
+            }
+        };
+        // SAFETY: status pointer from the caller.
+        unsafe { request::store(status, st) };
+        e.map_or(Ok(()), Err)
+    })
+}
+
 export! {
     /// `MPI_Recv`: blocking receive.
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
-        call("MPI_Recv", On::Comm(comm), |m| {
-            if source == MPI_PROC_NULL {
-                // SAFETY: status pointer from the caller.
-                unsafe { request::store(status, request::proc_null_status()) };
-                return Ok(());
+        // SAFETY: forwarded contract.
+        unsafe { recv_body("MPI_Recv", buf, count.into(), datatype, source, tag, comm, status) }
+    }
+}
+
+export! {
+    /// `MPI_Recv_c`: `MPI_Recv` with a large count.
+    fn MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
+        // SAFETY: forwarded contract.
+        unsafe { recv_body("MPI_Recv_c", buf, count, datatype, source, tag, comm, status) }
+    }
+}
+
+/// The body of the blocking sends other than `MPI_Send`'s fast path.
+///
+/// # Safety
+/// As `MPI_Send`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_body(
+    name: &'static str,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        // SAFETY: blocking: `buf` outlives the request.
+        match unsafe { m.start_send_in(comm, buf, count, datatype, dest, tag, mode)? } {
+            Started::Done(_) => Ok(()),
+            Started::Core(id, after) => finish_blocking(m, comm, id, after).map(drop),
+        }
+    })
+}
+
+/// The body of the non-blocking sends.
+///
+/// # Safety
+/// As `MPI_Isend`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn isend_body(
+    name: &'static str,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    mode: Mode,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        if request.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
+        }
+        // SAFETY: the application keeps `buf` valid until the request completes.
+        let started = unsafe { m.start_send_in(comm, buf, count, datatype, dest, tag, mode)? };
+        let h = m.reqs.borrow_mut().insert(started.into_req(comm));
+        // SAFETY: checked non-null above.
+        unsafe { put(request, h, "request") }
+    })
+}
+
+/// The body of `MPI_Irecv` and `MPI_Irecv_c`.
+///
+/// # Safety
+/// As `MPI_Irecv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn irecv_body(
+    name: &'static str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        if request.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
+        }
+        // SAFETY: the application keeps `buf` valid until the request completes.
+        let started = unsafe { m.start_recv_in(comm, buf, count, datatype, source, tag)? };
+        let h = m.reqs.borrow_mut().insert(started.into_req(comm));
+        // SAFETY: checked non-null above.
+        unsafe { put(request, h, "request") }
+    })
+}
+
+/// Export the blocking and non-blocking sends of one mode, with their large-count twins.
+macro_rules! sends {
+    ($($mode:expr, $doc:literal: $b:ident / $pb:ident, $bc:ident / $pbc:ident, $i:ident / $pi:ident, $ic:ident / $pic:ident;)*) => {$(
+        export! {
+            #[doc = concat!("`", stringify!($b), "`: ", $doc)]
+            fn $b / $pb(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) {
+                // SAFETY: forwarded contract.
+                unsafe { send_body(stringify!($b), buf, count.into(), datatype, dest, tag, comm, $mode) }
             }
-            let c = m.comm(comm)?;
-            let (st, e) = match m.types.borrow().span(datatype, count as i64)? {
-                Span::Contig(n) if !multiple() => {
-                    check_buf(buf, n)?;
-                    // SAFETY: the application's buffer of `n` bytes (its count and type),
-                    // checked non-null when `n > 0`.
-                    let s = unsafe { bytes_mut(buf, n) };
-                    let r = m.core.recv(c, s, recv_source(source)?, recv_tag(tag)?);
-                    request::finish(m, r, After::Nothing)?
-                }
-                _ => {
-                    // SAFETY: blocking: `buf` outlives the request.
-                    let (id, after) = unsafe { m.start_recv(c, buf, count, datatype, source, tag)? };
-                    let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after });
-                    request::complete(m, h, true)?.expect("blocking completion")
-                }
-            };
-            // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, st) };
-            e.map_or(Ok(()), Err)
-        })
+        }
+        export! {
+            #[doc = concat!("`", stringify!($bc), "`: large-count ", $doc)]
+            fn $bc / $pbc(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) {
+                // SAFETY: forwarded contract.
+                unsafe { send_body(stringify!($bc), buf, count, datatype, dest, tag, comm, $mode) }
+            }
+        }
+        export! {
+            #[doc = concat!("`", stringify!($i), "`: non-blocking ", $doc)]
+            fn $i / $pi(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
+                // SAFETY: forwarded contract.
+                unsafe { isend_body(stringify!($i), buf, count.into(), datatype, dest, tag, comm, request, $mode) }
+            }
+        }
+        export! {
+            #[doc = concat!("`", stringify!($ic), "`: non-blocking large-count ", $doc)]
+            fn $ic / $pic(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
+                // SAFETY: forwarded contract.
+                unsafe { isend_body(stringify!($ic), buf, count, datatype, dest, tag, comm, request, $mode) }
+            }
+        }
+    )*};
+}
+
+sends! {
+    Mode::Sync, "synchronous send: completes once the receiver matched the message.":
+        MPI_Ssend / PMPI_Ssend, MPI_Ssend_c / PMPI_Ssend_c, MPI_Issend / PMPI_Issend, MPI_Issend_c / PMPI_Issend_c;
+    Mode::Buffered, "buffered send: copied into the attached buffer, complete at once.":
+        MPI_Bsend / PMPI_Bsend, MPI_Bsend_c / PMPI_Bsend_c, MPI_Ibsend / PMPI_Ibsend, MPI_Ibsend_c / PMPI_Ibsend_c;
+    Mode::Ready, "ready send (a standard send, which is a correct ready send).":
+        MPI_Rsend / PMPI_Rsend, MPI_Rsend_c / PMPI_Rsend_c, MPI_Irsend / PMPI_Irsend, MPI_Irsend_c / PMPI_Irsend_c;
+}
+
+export! {
+    /// `MPI_Send_c`: `MPI_Send` with a large count.
+    fn MPI_Send_c / PMPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) {
+        // SAFETY: forwarded contract.
+        unsafe { send_body("MPI_Send_c", buf, count, datatype, dest, tag, comm, Mode::Standard) }
     }
 }
 
 export! {
     /// `MPI_Isend`.
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Isend", On::Comm(comm), |m| {
-            if request.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
-            }
-            let r = if dest == MPI_PROC_NULL {
-                m.comm(comm)?;
-                Req::Done { status: request::proc_null_status(), comm }
-            } else {
-                let c = m.comm(comm)?;
-                // SAFETY: the application keeps `buf` valid until the request completes.
-                let (id, after) = unsafe { m.start_send(c, buf, count, datatype, dest, tag)? };
-                Req::Core { id, comm, after }
-            };
-            let h = m.reqs.borrow_mut().insert(r);
-            // SAFETY: checked non-null above.
-            unsafe { put(request, h, "request") }
-        })
+        // SAFETY: forwarded contract.
+        unsafe { isend_body("MPI_Isend", buf, count.into(), datatype, dest, tag, comm, request, Mode::Standard) }
+    }
+}
+
+export! {
+    /// `MPI_Isend_c`: `MPI_Isend` with a large count.
+    fn MPI_Isend_c / PMPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
+        // SAFETY: forwarded contract.
+        unsafe { isend_body("MPI_Isend_c", buf, count, datatype, dest, tag, comm, request, Mode::Standard) }
     }
 }
 
 export! {
     /// `MPI_Irecv`.
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Irecv", On::Comm(comm), |m| {
-            if request.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
-            }
-            let r = if source == MPI_PROC_NULL {
-                m.comm(comm)?;
-                Req::Done { status: request::proc_null_status(), comm }
-            } else {
-                let c = m.comm(comm)?;
-                // SAFETY: the application keeps `buf` valid until the request completes.
-                let (id, after) = unsafe { m.start_recv(c, buf, count, datatype, source, tag)? };
-                Req::Core { id, comm, after }
-            };
-            let h = m.reqs.borrow_mut().insert(r);
-            // SAFETY: checked non-null above.
-            unsafe { put(request, h, "request") }
-        })
+        // SAFETY: forwarded contract.
+        unsafe { irecv_body("MPI_Irecv", buf, count.into(), datatype, source, tag, comm, request) }
     }
 }
 
 export! {
-    /// `MPI_Sendrecv`: both at once (the receive is posted first, so two ranks exchanging
-    /// large messages cannot deadlock).
+    /// `MPI_Irecv_c`: `MPI_Irecv` with a large count.
+    fn MPI_Irecv_c / PMPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
+        // SAFETY: forwarded contract.
+        unsafe { irecv_body("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request) }
+    }
+}
+
+/// Post a receive, run the blocking `send`, then complete the receive (posting first means two
+/// ranks exchanging large messages cannot deadlock). The receive's status goes to `status`.
+///
+/// # Safety
+/// `recvbuf` must be valid for the type map's writes until this returns; `status` as for
+/// `MPI_Recv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn exchange(
+    m: &Mpi,
+    comm: MPI_Comm,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    status: *mut MPI_Status,
+    send: impl FnOnce() -> MpiResult,
+) -> MpiResult {
+    // SAFETY: blocking: `recvbuf` outlives the request.
+    let r = unsafe { m.start_recv_in(comm, recvbuf, recvcount, recvtype, source, recvtag)? };
+    let rh = m.reqs.borrow_mut().insert(r.into_req(comm));
+    let sent = send();
+    if let Err(e) = sent {
+        // The message the receive waits for may never come (the peer's exchange may have failed
+        // alike): withdraw the receive, or wait for it if it already matched.
+        request::withdraw(m, rh)?;
+        return Err(e);
+    }
+    let (st, e) = request::complete(m, rh, true)?.expect("blocking completion");
+    // SAFETY: status pointer from the caller.
+    unsafe { request::store(status, st) };
+    e.map_or(Ok(()), Err)
+}
+
+/// The body of `MPI_Sendrecv` and `MPI_Sendrecv_c`.
+///
+/// # Safety
+/// As `MPI_Sendrecv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_body(
+    name: &'static str,
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        let send = || {
+            // SAFETY: blocking: `sendbuf` outlives the request.
+            match unsafe {
+                m.start_send_in(comm, sendbuf, sendcount, sendtype, dest, sendtag, Mode::Standard)?
+            } {
+                Started::Core(id, after) => finish_blocking(m, comm, id, after).map(drop),
+                Started::Done(_) => Ok(()),
+            }
+        };
+        // SAFETY: forwarded contract.
+        unsafe { exchange(m, comm, recvbuf, recvcount, recvtype, source, recvtag, status, send) }
+    })
+}
+
+/// The body of `MPI_Sendrecv_replace` and `MPI_Sendrecv_replace_c`: the outgoing data is
+/// packed into a scratch copy first, then sent while the receive fills the buffer.
+///
+/// # Safety
+/// As `MPI_Sendrecv_replace`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_replace_body(
+    name: &'static str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        let (c, dest) = m.peer(comm, dest)?;
+        let span = m.types.borrow().span(datatype, count)?;
+        check_span(buf, &span)?;
+        let mut copy = Vec::with_capacity(span.bytes());
+        match &span {
+            // SAFETY: the application's buffer of `n` bytes, checked non-null when `n > 0`.
+            Span::Contig(n) => copy.extend_from_slice(unsafe { bytes(buf, *n) }),
+            // SAFETY: the application's buffer holds `count` elements of the type.
+            Span::Strided(_, ty) => unsafe {
+                crate::datatype::pack(buf.cast(), count as usize, ty, &mut copy)
+            },
+        }
+        let send = || {
+            if dest == MPI_PROC_NULL {
+                return Ok(());
+            }
+            let (dst, tag) = (m.core.dest(c, dest)?, send_tag(sendtag)?);
+            // SAFETY: `copy` lives until the blocking wait below returns.
+            let id = unsafe { m.core.isend(c, copy.as_ptr(), copy.len(), dst, tag)? };
+            finish_blocking(m, comm, id, After::Nothing).map(drop)
+        };
+        // SAFETY: forwarded contract.
+        unsafe { exchange(m, comm, buf, count, datatype, source, recvtag, status, send) }
+    })
+}
+
+export! {
+    /// `MPI_Sendrecv`: a send and a receive at once.
     fn MPI_Sendrecv / PMPI_Sendrecv(
         sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
         recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
         comm: MPI_Comm, status: *mut MPI_Status
     ) {
-        call("MPI_Sendrecv", On::Comm(comm), |m| {
-            let c = m.comm(comm)?;
-            let rh = if source == MPI_PROC_NULL {
-                m.reqs.borrow_mut().insert(Req::Done { status: request::proc_null_status(), comm })
-            } else {
-                // SAFETY: blocking: `recvbuf` outlives the request.
-                let (id, after) = unsafe { m.start_recv(c, recvbuf, recvcount, recvtype, source, recvtag)? };
-                m.reqs.borrow_mut().insert(Req::Core { id, comm, after })
-            };
-            let sent = if dest == MPI_PROC_NULL {
-                Ok(())
-            } else {
-                // SAFETY: blocking: `sendbuf` outlives the request.
-                match unsafe { m.start_send(c, sendbuf, sendcount, sendtype, dest, sendtag) } {
-                    Ok((id, after)) => finish_blocking(m, comm, id, after).map(drop),
-                    Err(e) => Err(e),
-                }
-            };
-            let (st, e) = request::complete(m, rh, true)?.expect("blocking completion");
-            // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, st) };
-            sent?;
-            e.map_or(Ok(()), Err)
-        })
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_body("MPI_Sendrecv", sendbuf, sendcount.into(), sendtype, dest, sendtag,
+                recvbuf, recvcount.into(), recvtype, source, recvtag, comm, status)
+        }
+    }
+}
+
+export! {
+    /// `MPI_Sendrecv_c`: `MPI_Sendrecv` with large counts.
+    fn MPI_Sendrecv_c / PMPI_Sendrecv_c(
+        sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+        comm: MPI_Comm, status: *mut MPI_Status
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_body("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag,
+                recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+        }
+    }
+}
+
+export! {
+    /// `MPI_Sendrecv_replace`: send the buffer's contents and receive into the same buffer.
+    fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
+        buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_replace_body("MPI_Sendrecv_replace", buf, count.into(), datatype, dest, sendtag,
+                source, recvtag, comm, status)
+        }
+    }
+}
+
+export! {
+    /// `MPI_Sendrecv_replace_c`: `MPI_Sendrecv_replace` with a large count.
+    fn MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(
+        buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status
+    ) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            sendrecv_replace_body("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag,
+                source, recvtag, comm, status)
+        }
     }
 }
 
@@ -287,20 +699,23 @@ export! {
                 unsafe { request::store(status, request::proc_null_status()) };
                 return Ok(());
             }
-            let c = m.comm(comm)?;
+            let (c, source) = m.peer(comm, source)?;
             let (src, tag) = (recv_source(source)?, recv_tag(tag)?);
             let s = if multiple() {
+                let mut spins = 0;
                 loop {
                     if let Some(s) = m.core.iprobe(c, src, tag)? {
                         break s;
                     }
-                    crate::state::unlocked(std::thread::yield_now);
+                    request::idle(&mut spins);
                 }
             } else {
                 m.core.probe(c, src, tag)?
             };
+            let mut st = request::status_of(&s, MPI_SUCCESS);
+            m.own_status(comm, &mut st);
             // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, request::status_of(&s, MPI_SUCCESS)) };
+            unsafe { request::store(status, st) };
             Ok(())
         })
     }
@@ -321,39 +736,18 @@ export! {
                 }
                 return Ok(());
             }
-            let c = m.comm(comm)?;
+            let (c, source) = m.peer(comm, source)?;
             let found = m.core.iprobe(c, recv_source(source)?, recv_tag(tag)?)?;
             // SAFETY: pointers from the caller.
             unsafe {
                 *flag = found.is_some() as c_int;
                 if let Some(s) = found {
-                    request::store(status, request::status_of(&s, MPI_SUCCESS));
+                    let mut st = request::status_of(&s, MPI_SUCCESS);
+                    m.own_status(comm, &mut st);
+                    request::store(status, st);
                 }
             }
             Ok(())
-        })
-    }
-}
-
-export! {
-    /// `MPI_Get_count`: elements of `datatype` in the message, or `MPI_UNDEFINED` if the byte
-    /// count is not a whole number of them.
-    fn MPI_Get_count / PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) {
-        call("MPI_Get_count", On::NoObject, |m| {
-            if status.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `status` is NULL"));
-            }
-            // SAFETY: non-null status from the caller.
-            let bytes = request::count_of(unsafe { &*status });
-            let size = m.types.borrow().get(datatype)?.size;
-            let n = match size {
-                0 if bytes == 0 => 0,
-                0 => MPI_UNDEFINED,
-                s if bytes % s == 0 => c_int::try_from(bytes / s).unwrap_or(MPI_UNDEFINED),
-                _ => MPI_UNDEFINED,
-            };
-            // SAFETY: output pointer from the caller.
-            unsafe { put(count, n, "count") }
         })
     }
 }

@@ -1,11 +1,20 @@
-//! Requests: what an `MPI_Request` names (an operation running in the core, or one that
-//! completed when it started), how it completes (status, unpacking of a strided receive), and
-//! the wait and test functions.
+//! Requests: what an `MPI_Request` names (an operation running in the core, one that
+//! completed when it started, or a persistent request), how it completes (status, unpacking of
+//! a strided receive), and the single-request functions: wait, test, waitall, free, get_status,
+//! cancel, test_cancelled. The any/some/all variants are in `completion.rs`.
 //!
 //! Completion goes through [`complete`]: it asks the core once (test) or until done (wait),
-//! turns the outcome into an `MPI_Status` and frees the request unless it is persistent. At
+//! turns the outcome into an `MPI_Status` and frees the request unless it is persistent (a
+//! persistent one goes back to inactive). After a completion the caller's handle becomes
+//! [`settled`]: `MPI_REQUEST_NULL` if the request is gone, the same handle if it lives on. At
 //! `MPI_THREAD_MULTIPLE` a blocking wait polls with the process lock released between polls
 //! ([`block_on`]), so other threads' calls proceed.
+//!
+//! A request freed while active (`MPI_Request_free`) becomes an orphan: it completes in the
+//! background (every completion call reaps the finished orphans, running their completion
+//! step, e.g. the unpack of a strided receive into the user's buffer). A contiguous receive's
+//! data lands as soon as the message matches; a strided one's is unpacked only at the next
+//! completion call (wait, test, or a blocking call that completes through them).
 
 use std::ffi::c_int;
 
@@ -16,6 +25,7 @@ use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::export;
 use crate::handle::{Kind, Table};
+use crate::persistent::{Active, Persistent};
 use crate::state::{self, call, Mpi, On};
 
 /// What to do when a core request completes.
@@ -23,7 +33,7 @@ pub(crate) enum After {
     /// Nothing.
     Nothing,
     /// Keep this buffer alive until then (a packed send, a collective's scratch).
-    Keep(Vec<u8>),
+    Keep(#[allow(dead_code, reason = "held only to be dropped when the request completes")] Vec<u8>),
     /// Unpack the received bytes through a type into the user's buffer.
     Unpack { packed: Vec<u8>, dst: *mut u8, count: usize, ty: std::sync::Arc<crate::datatype::TypeInfo> },
     /// Run this when the request completes successfully (copies out of scratch buffers).
@@ -34,28 +44,49 @@ pub(crate) enum After {
 pub(crate) enum Req {
     /// Running in the core.
     Core { id: ReqId, comm: MPI_Comm, after: After },
-    /// Already complete (a receive from `MPI_PROC_NULL`, ...) with this status.
+    /// Already complete (a receive from `MPI_PROC_NULL`, a cancelled operation, ...) with
+    /// this status.
     Done { status: MPI_Status, comm: MPI_Comm },
     /// Several core requests that complete as one (a neighborhood collective).
     Parts { parts: crate::neighbor::Parts, comm: MPI_Comm },
+    /// A persistent request (`MPI_Send_init`, ...), active or not.
+    Persistent(Box<Persistent>),
 }
 
 impl Req {
     pub(crate) fn comm(&self) -> MPI_Comm {
         match self {
             Req::Core { comm, .. } | Req::Done { comm, .. } | Req::Parts { comm, .. } => *comm,
+            Req::Persistent(p) => p.comm,
         }
     }
 }
 
-/// The request table.
+/// The request table, with what lives beside requests: orphans (freed while active), the
+/// buffered-send pool and matched-probe messages.
 pub(crate) struct Requests {
     table: Table<Req>,
+    /// Core requests freed by the application while active, with their completion steps.
+    orphans: Vec<(ReqId, After)>,
+    /// The buffer attached by `MPI_Buffer_attach` and the buffered sends using it.
+    pub(crate) bsend: crate::bsend::Pool,
+    /// Messages taken out of matching by `MPI_Mprobe`/`MPI_Improbe`, with their communicator.
+    pub(crate) messages: Table<(weft::ops::Message, MPI_Comm)>,
 }
 
 impl Requests {
     pub(crate) fn new() -> Requests {
-        Requests { table: Table::new(Kind::Request) }
+        Requests {
+            table: Table::new(Kind::Request),
+            orphans: Vec::new(),
+            bsend: crate::bsend::Pool::default(),
+            messages: Table::new(Kind::Message),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get_mut(&mut self, h: MPI_Request) -> Option<&mut Req> {
+        self.table.get_mut(h)
     }
 
     #[inline]
@@ -66,11 +97,6 @@ impl Requests {
     #[inline]
     pub(crate) fn get(&self, h: MPI_Request) -> Option<&Req> {
         self.table.get(h)
-    }
-
-    #[inline]
-    pub(crate) fn get_mut(&mut self, h: MPI_Request) -> Option<&mut Req> {
-        self.table.get_mut(h)
     }
 
     #[inline]
@@ -138,10 +164,26 @@ pub(crate) fn block_on(m: &Mpi, id: ReqId) -> Result<Status, EngineError> {
     if !state::multiple() {
         return m.core.wait(id);
     }
+    let mut spins = 0;
     loop {
         if let Some(st) = m.core.test(id)? {
             return Ok(st);
         }
+        idle(&mut spins);
+    }
+}
+
+/// Polls a blocking call makes with the lock released before it starts yielding the CPU.
+const SPINS_BEFORE_YIELD: u32 = 16;
+
+/// Between two polls of a blocking call: release the process lock (at
+/// `MPI_THREAD_MULTIPLE`) so other threads' calls run, and after [`SPINS_BEFORE_YIELD`]
+/// fruitless polls also yield the CPU (a thread that needs it may share this core).
+pub(crate) fn idle(spins: &mut u32) {
+    *spins += 1;
+    if *spins < SPINS_BEFORE_YIELD {
+        state::unlocked(std::hint::spin_loop);
+    } else {
         state::unlocked(std::thread::yield_now);
     }
 }
@@ -150,23 +192,47 @@ pub(crate) fn block_on(m: &Mpi, id: ReqId) -> Result<Status, EngineError> {
 /// status's `MPI_ERROR`) if it failed.
 pub(crate) type Outcome = (MPI_Status, Option<MpiErr>);
 
+/// How a request stands before completion is attempted.
+enum Stand {
+    /// Complete: this status (the request is freed, or a persistent one made inactive).
+    Ready(MPI_Status),
+    /// Running in the core.
+    Running(ReqId, MPI_Comm),
+    /// Several core requests completing as one (`neighbor::complete_parts` completes it).
+    Parts,
+}
+
 /// Complete request `h` (blocking if `block`); `None` if it is still pending. A completed
-/// request is freed.
+/// request is freed, a persistent one made inactive (an inactive one completes at once with
+/// the empty status).
 pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
-    // The table's borrow ends with this statement: the arms below borrow it again.
-    let head = m.reqs.borrow().get(h).map(|r| match r {
-        Req::Done { status, .. } => Err(Some(*status)),
-        Req::Parts { .. } => Err(None),
-        Req::Core { id, comm, .. } => Ok((*id, *comm)),
-    });
-    let (id, comm) = match head {
-        None => return Err(invalid(h)),
-        Some(Err(Some(st))) => {
-            m.reqs.borrow_mut().remove(h);
-            return Ok(Some((st, None)));
+    reap(m);
+    let stand = {
+        let mut reqs = m.reqs.borrow_mut();
+        match reqs.get_mut(h) {
+            None => return Err(invalid(h)),
+            Some(Req::Done { status, .. }) => {
+                let st = *status;
+                reqs.remove(h);
+                Stand::Ready(st)
+            }
+            Some(Req::Persistent(p)) => match &p.active {
+                Active::No => Stand::Ready(empty_status()),
+                Active::Done(st) => {
+                    let st = *st;
+                    p.active = Active::No;
+                    Stand::Ready(st)
+                }
+                Active::Core(id, _) => Stand::Running(*id, p.comm),
+            },
+            Some(Req::Core { id, comm, .. }) => Stand::Running(*id, *comm),
+            Some(Req::Parts { .. }) => Stand::Parts,
         }
-        Some(Err(None)) => return crate::neighbor::complete_parts(m, h, block),
-        Some(Ok(x)) => x,
+    };
+    let (id, comm) = match stand {
+        Stand::Ready(st) => return Ok(Some((st, failed(&st)))),
+        Stand::Running(id, comm) => (id, comm),
+        Stand::Parts => return crate::neighbor::complete_parts(m, h, block),
     };
     let res = if block {
         block_on(m, id)
@@ -184,11 +250,124 @@ pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option
         st.MPI_ERROR = e.class;
         return Ok(Some((st, Some(e))));
     }
-    let Some(Req::Core { after, .. }) = m.reqs.borrow_mut().remove(h) else {
-        return Err(err!(MPI_ERR_INTERN, "request {h:#x} vanished while completing"));
-    };
-    let (st, e) = finish(m, res, after)?;
+    let after = take_after(m, h, None)?;
+    let (mut st, e) = finish(m, res, after)?;
+    m.own_status(comm, &mut st);
     Ok(Some((st, e.map(|e| e.on(comm)))))
+}
+
+/// The error a completed status records (a request that completed before the call that
+/// completes it: `MPI_Request_get_status` or `MPI_Testall` saw it done).
+fn failed(st: &MPI_Status) -> Option<MpiErr> {
+    (st.MPI_ERROR != MPI_SUCCESS).then(|| {
+        let text = crate::error::class_text(st.MPI_ERROR).unwrap_or("unknown error class");
+        MpiErr::new(st.MPI_ERROR, format!("the operation failed: {text}"))
+    })
+}
+
+/// Take the completion step of request `h`, whose core request just completed: a persistent
+/// request becomes inactive; a plain one is freed, or with `keep` becomes a `Done` request on
+/// that communicator (its status is filled in by the caller).
+fn take_after(m: &Mpi, h: MPI_Request, keep: Option<MPI_Comm>) -> MpiResult<After> {
+    let mut reqs = m.reqs.borrow_mut();
+    let after = match (reqs.get_mut(h), keep) {
+        (Some(Req::Persistent(p)), _) => match std::mem::replace(&mut p.active, Active::No) {
+            Active::Core(_, after) => Some(after),
+            _ => None,
+        },
+        (Some(r @ Req::Core { .. }), Some(comm)) => {
+            match std::mem::replace(r, Req::Done { status: empty_status(), comm }) {
+                Req::Core { after, .. } => Some(after),
+                _ => None,
+            }
+        }
+        (Some(Req::Core { .. }), None) => match reqs.remove(h) {
+            Some(Req::Core { after, .. }) => Some(after),
+            _ => None,
+        },
+        _ => None,
+    };
+    after.ok_or_else(|| err!(MPI_ERR_INTERN, "request {h:#x} vanished while completing"))
+}
+
+/// The handle a caller holds after completing `h`: `MPI_REQUEST_NULL` if the request was
+/// freed, `h` if it lives on (persistent, or left pending by `MPI_ERR_PROC_FAILED_PENDING`).
+#[inline]
+pub(crate) fn settled(m: &Mpi, h: MPI_Request) -> MPI_Request {
+    if m.reqs.borrow().get(h).is_some() {
+        h
+    } else {
+        MPI_REQUEST_NULL
+    }
+}
+
+/// True for `MPI_REQUEST_NULL` and inactive persistent requests (the any/some functions skip
+/// them).
+pub(crate) fn inactive(m: &Mpi, h: MPI_Request) -> bool {
+    h == MPI_REQUEST_NULL
+        || matches!(m.reqs.borrow().get(h), Some(Req::Persistent(p)) if matches!(p.active, Active::No))
+}
+
+/// Complete the orphans (requests freed while active) that are done; keep the others.
+pub(crate) fn reap(m: &Mpi) {
+    let orphans = {
+        let mut reqs = m.reqs.borrow_mut();
+        if reqs.orphans.is_empty() {
+            return;
+        }
+        std::mem::take(&mut reqs.orphans)
+    };
+    let mut left = Vec::new();
+    for (id, after) in orphans {
+        match m.core.test(id) {
+            Ok(None) | Err(EngineError::ProcFailedPending) => left.push((id, after)),
+            // Nobody holds the request any more: its outcome goes nowhere (the standard's
+            // rule for a freed request), but its completion step runs.
+            res => drop(finish(m, res.map(|s| s.expect("checked Some")), after)),
+        }
+    }
+    m.reqs.borrow_mut().orphans.extend(left);
+}
+
+/// Withdraw request `h` of a call that failed: cancel its core operation if it has not matched
+/// (the request is freed), otherwise wait for it to complete (its outcome is dropped).
+pub(crate) fn withdraw(m: &Mpi, h: MPI_Request) -> MpiResult {
+    let id = match m.reqs.borrow().get(h) {
+        Some(Req::Core { id, .. }) => Some(*id),
+        Some(_) => None,
+        None => return Err(invalid(h)),
+    };
+    if let Some(id) = id {
+        if m.core.cancel(id)? {
+            m.reqs.borrow_mut().remove(h);
+            return Ok(());
+        }
+    }
+    complete(m, h, true).map(drop)
+}
+
+/// Free request `h`: an inactive or complete one at once, an active one once it completes
+/// (it becomes an orphan).
+pub(crate) fn free(m: &Mpi, h: MPI_Request) -> MpiResult {
+    let mut reqs = m.reqs.borrow_mut();
+    match reqs.remove(h) {
+        None => Err(invalid(h)),
+        Some(Req::Done { .. }) => Ok(()),
+        Some(Req::Core { id, after, .. }) => {
+            reqs.orphans.push((id, after));
+            Ok(())
+        }
+        Some(Req::Parts { parts, .. }) => {
+            reqs.orphans.extend(parts.into_pending());
+            Ok(())
+        }
+        Some(Req::Persistent(p)) => {
+            if let Active::Core(id, after) = p.active {
+                reqs.orphans.push((id, after));
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Turn a core outcome into a status, running the request's completion step.
@@ -248,9 +427,7 @@ export! {
             let (st, e) = complete(m, h, true)?.expect("a blocking completion returns an outcome");
             // SAFETY: pointers from the caller.
             unsafe {
-                if e.as_ref().is_none_or(|e| e.class != crate::error::MPIX_ERR_PROC_FAILED_PENDING) {
-                    *request = MPI_REQUEST_NULL;
-                }
+                *request = settled(m, h);
                 store(status, st);
             }
             e.map_or(Ok(()), Err)
@@ -285,9 +462,7 @@ export! {
                     // SAFETY: as above.
                     unsafe {
                         *flag = 1;
-                        if e.as_ref().is_none_or(|e| e.class != crate::error::MPIX_ERR_PROC_FAILED_PENDING) {
-                            *request = MPI_REQUEST_NULL;
-                        }
+                        *request = settled(m, h);
                         store(status, st);
                     }
                     e.map_or(Ok(()), Err)
@@ -319,9 +494,7 @@ export! {
                 };
                 // SAFETY: as above; `statuses` (unless ignored) holds `count` statuses.
                 unsafe {
-                    if e.as_ref().is_none_or(|e| e.class != crate::error::MPIX_ERR_PROC_FAILED_PENDING) {
-                        *requests.add(i) = MPI_REQUEST_NULL;
-                    }
+                    *requests.add(i) = settled(m, h);
                     if !statuses.is_null() {
                         *statuses.add(i) = st;
                     }
@@ -335,6 +508,161 @@ export! {
                 Some(e) if statuses.is_null() => Err(e),
                 Some(e) => Err(MpiErr::new(MPI_ERR_IN_STATUS, e.msg)),
             }
+        })
+    }
+}
+
+/// The status of a cancelled operation: empty, with the cancelled flag set.
+pub(crate) fn cancelled_status() -> MPI_Status {
+    let mut st = empty_status();
+    st.MPI_internal[2] = 1;
+    st
+}
+
+/// The request `*request` names, for a call that needs one: a null pointer is `MPI_ERR_ARG`,
+/// `MPI_REQUEST_NULL` is `MPI_ERR_REQUEST` (it cannot be `what`).
+///
+/// # Safety
+/// A non-null `request` must be valid for reads.
+unsafe fn live_arg(request: *mut MPI_Request, what: &str) -> MpiResult<MPI_Request> {
+    if request.is_null() {
+        return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
+    }
+    // SAFETY: non-null, valid by the caller's contract.
+    let h = unsafe { *request };
+    if h == MPI_REQUEST_NULL {
+        return Err(err!(MPI_ERR_REQUEST, "invalid request: MPI_REQUEST_NULL cannot be {what}"));
+    }
+    Ok(h)
+}
+
+export! {
+    /// `MPI_Request_free`: free a request; an active one completes in the background first.
+    fn MPI_Request_free / PMPI_Request_free(request: *mut MPI_Request) {
+        call("MPI_Request_free", On::NoObject, |m| {
+            // SAFETY: the request pointer from the caller.
+            let h = unsafe { live_arg(request, "freed")? };
+            free(m, h)?;
+            // SAFETY: as above.
+            unsafe { *request = MPI_REQUEST_NULL };
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Request_get_status`: whether the request is complete, and its status, without
+    /// freeing it (an inactive or null request is complete with the empty status).
+    fn MPI_Request_get_status / PMPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) {
+        call("MPI_Request_get_status", On::NoObject, |m| {
+            if flag.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `flag` is NULL"));
+            }
+            let st = if request == MPI_REQUEST_NULL {
+                Some(empty_status())
+            } else {
+                peek(m, request)?
+            };
+            // SAFETY: pointers from the caller.
+            unsafe {
+                *flag = st.is_some() as c_int;
+                if let Some(st) = st {
+                    store(status, st);
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The status of request `h` if it is complete, leaving it in place: a core request that is
+/// done becomes a `Done` request holding its outcome (its completion step has run).
+pub(crate) fn peek(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
+    // The table's borrow ends with this statement (the parts path borrows it again).
+    let head = match m.reqs.borrow().get(h) {
+        None => return Err(invalid(h)),
+        Some(Req::Done { status, .. }) => return Ok(Some(*status)),
+        Some(Req::Persistent(p)) => match &p.active {
+            Active::No => return Ok(Some(empty_status())),
+            Active::Done(st) => return Ok(Some(*st)),
+            Active::Core(id, _) => Some((*id, p.comm)),
+        },
+        Some(Req::Core { id, comm, .. }) => Some((*id, *comm)),
+        Some(Req::Parts { .. }) => None,
+    };
+    let Some((id, comm)) = head else {
+        return crate::neighbor::peek_parts(m, h);
+    };
+    let res = match m.core.test(id) {
+        Ok(None) | Err(EngineError::ProcFailedPending) => return Ok(None),
+        Ok(Some(s)) => Ok(s),
+        Err(e) => Err(e),
+    };
+    // The core request is gone: keep its outcome in the MPI request.
+    let after = take_after(m, h, Some(comm))?;
+    let (mut st, _) = finish(m, res, after)?;
+    m.own_status(comm, &mut st);
+    match m.reqs.borrow_mut().get_mut(h) {
+        Some(Req::Persistent(p)) => p.active = Active::Done(st),
+        Some(Req::Done { status, .. }) => *status = st,
+        _ => {}
+    }
+    Ok(Some(st))
+}
+
+export! {
+    /// `MPI_Cancel`: withdraw a pending operation if the core can (a receive that has not
+    /// matched; a send still queued for transport space). The request must still be
+    /// completed; `MPI_Test_cancelled` on its status says whether the cancel took.
+    fn MPI_Cancel / PMPI_Cancel(request: *mut MPI_Request) {
+        call("MPI_Cancel", On::NoObject, |m| {
+            // SAFETY: the request pointer from the caller.
+            let h = unsafe { live_arg(request, "cancelled")? };
+            let id = match m.reqs.borrow().get(h) {
+                None => return Err(invalid(h)),
+                Some(Req::Core { id, .. }) => *id,
+                Some(Req::Persistent(p)) => match &p.active {
+                    Active::Core(id, _) => *id,
+                    Active::Done(_) => return Ok(()),
+                    Active::No => {
+                        return Err(err!(MPI_ERR_REQUEST, "invalid request {h:#x}: an inactive persistent request cannot be cancelled"))
+                    }
+                },
+                Some(Req::Done { .. }) => return Ok(()),
+                Some(Req::Parts { .. }) => {
+                    return Err(err!(MPI_ERR_REQUEST, "a non-blocking neighborhood collective cannot be cancelled"))
+                }
+            };
+            if !m.core.cancel(id)? {
+                return Ok(());
+            }
+            // Withdrawn: the core freed its request; the MPI request completes as cancelled
+            // (dropping the completion step: a cancelled receive writes nothing).
+            let mut reqs = m.reqs.borrow_mut();
+            match reqs.get_mut(h) {
+                Some(Req::Persistent(p)) => p.active = Active::Done(cancelled_status()),
+                Some(r) => {
+                    let comm = r.comm();
+                    *r = Req::Done { status: cancelled_status(), comm };
+                }
+                None => {}
+            }
+            Ok(())
+        })
+    }
+}
+
+export! {
+    /// `MPI_Test_cancelled`: whether the operation of this status was cancelled.
+    fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) {
+        call("MPI_Test_cancelled", On::NoObject, |_| {
+            if status.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `status` is NULL"));
+            }
+            // SAFETY: non-null status from the caller.
+            let c = unsafe { (*status).MPI_internal[2] != 0 };
+            // SAFETY: output pointer from the caller.
+            unsafe { crate::put(flag, c as c_int, "flag") }
         })
     }
 }

@@ -18,6 +18,16 @@ fn repo() -> &'static Path {
 
 /// Build `mpi/tests/c/<name>.c` with `compiler` (a weft-mpicc-like command); the executable.
 fn build(compiler: &[&str], name: &str, tag: &str) -> PathBuf {
+    // `cargo test` builds the rlib, not necessarily the shared library the C programs load.
+    static LIB: std::sync::Once = std::sync::Once::new();
+    LIB.call_once(|| {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "weft-mpi", "--lib"]);
+        if common::target_dir().file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().expect("cargo build -p weft-mpi").success(), "building libmpi_abi failed");
+    });
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_programs");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(format!("{name}-{tag}"));
@@ -106,4 +116,27 @@ fn the_library_exports_every_declared_function() {
         }
     }
     assert!(declared > 1300, "only {declared} declarations found");
+}
+
+#[test]
+fn bad_input_returns_its_class_through_the_handler() {
+    let exe = build(&[&weft_mpicc()], "bad_input", "weft");
+    common::weft_run();
+    let out = common::weft_job(2, &exe, &[], &[("WEFT_MPI_INITIAL_ERRHANDLER", "return")], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "bad_input failed:\n{stdout}\n{stderr}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("bad_input ok")).count(), 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("called before MPI_Init"), "the early call is reported: {stderr}");
+}
+
+#[test]
+fn errors_are_fatal_by_default_and_say_why() {
+    let exe = build(&[&weft_mpicc()], "fatal", "weft");
+    common::weft_run();
+    let out = common::weft_job(2, &exe, &[], &[], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    assert!(!out.status.success(), "the job must end with an error:\n{stdout}\n{stderr}");
+    assert!(!stdout.contains("not reached"), "{stdout}");
+    assert!(stderr.contains("MPI_Send") && stderr.contains("MPI_ERRORS_ARE_FATAL"), "{stderr}");
+    assert!(stderr.contains("invalid rank 99"), "{stderr}");
 }

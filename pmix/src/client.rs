@@ -28,6 +28,12 @@
 //!   harmless: every later call works. With `--with-ft ulfm` a SIGKILLed rank is reported to
 //!   every survivor as `PMIX_EVENT_PROC_TERMINATED` (about 50 ms after the kill on this host)
 //!   and the survivors keep running.
+//! - **Slurm 22.05 `srun --mpi=pmix`** (Debian's `mpi_pmix_v4`, libpmix 4.2 in slurmstepd;
+//!   `scripts/slurm-test`): bootstrap as above. Its server refuses an event registration that
+//!   includes `PMIX_EVENT_NODE_DOWN` (`SERVER FAILED REQUEST`), hence `OPTIONAL_CODES`. It
+//!   sends no termination events; about 1 s after a rank dies without `PMIx_Finalize`,
+//!   slurmstepd's own handler of `PMIX_ERR_LOST_CONNECTION` kills the whole step, even with
+//!   `-K0 --no-kill`.
 //! - **MPICH 4.0.2 `mpiexec.hydra` / `mpirun.mpich`**: hydra speaks PMI-1/PMI-2 (it sets only
 //!   `PMI_FD`, `PMI_RANK`, `PMI_SIZE`), not PMIx: `PmixRuntime::init()` fails there with
 //!   `PMIx_Init` → `-25 (UNREACHABLE)`, as it does with no launcher at all. `from_env()` picks
@@ -71,7 +77,8 @@ const LOCAL_SERVER_MISS_SECS: i32 = 1;
 
 /// Status codes our termination handler is registered for (all defined by PMIx 4.2's headers;
 /// `PMIX_ERR_PROC_ABORTED` lives in `pmix_deprecated.h` but is still what some servers send).
-const TERMINATION_CODES: [sys::pmix_status_t; 9] = [
+/// Every server tried accepts these; a refusal is an init error.
+const TERMINATION_CODES: [sys::pmix_status_t; 8] = [
     sys::PMIX_EVENT_PROC_TERMINATED,
     sys::PMIX_ERR_PROC_ABORTED,
     sys::PMIX_ERR_PROC_ABORTED_BY_SIG,
@@ -79,9 +86,14 @@ const TERMINATION_CODES: [sys::pmix_status_t; 9] = [
     sys::PMIX_ERR_PROC_KILLED_BY_CMD,
     sys::PMIX_ERR_PROC_TERM_WO_SYNC,
     sys::PMIX_ERR_EXIT_NONZERO_TERM,
-    sys::PMIX_EVENT_NODE_DOWN,
     sys::PMIX_EVENT_JOB_END,
 ];
+
+/// Codes registered separately, because a server may refuse them: Slurm 22.05's
+/// `mpi_pmix_v4` answers a registration that includes `PMIX_EVENT_NODE_DOWN` with
+/// `PMIX_ERR_SERVER_FAILED_REQUEST` (-10) and accepts every code of [`TERMINATION_CODES`].
+/// A refusal only means the server will not send that event.
+const OPTIONAL_CODES: [sys::pmix_status_t; 1] = [sys::PMIX_EVENT_NODE_DOWN];
 
 /// True while a [`PmixRuntime`] exists in this process.
 static INSTANCE: AtomicBool = AtomicBool::new(false);
@@ -147,8 +159,8 @@ pub struct PmixRuntime {
     node_id: u32,
     nodes: NodeSource,
     local_peers: Vec<u32>,
-    /// Event handler registration id, if registration succeeded.
-    evhdlr: Option<usize>,
+    /// Event handler registration ids (termination codes, then each accepted optional code).
+    evhdlr: Vec<usize>,
     /// Ranks already returned by `poll_terminated` (each is reported once).
     reported: HashSet<u32>,
     /// The server registered [`KEY_FENCE_COLLECTS_ALL`].
@@ -196,7 +208,7 @@ impl PmixRuntime {
             node_id: 0,
             nodes: NodeSource::Hostname(Vec::new()),
             local_peers: Vec::new(),
-            evhdlr: None,
+            evhdlr: Vec::new(),
             reported: HashSet::new(),
             served_locally: false,
             finalized: false,
@@ -335,27 +347,16 @@ impl PmixRuntime {
             PENDING.store(false, Ordering::Release);
         }
         let name = CString::new("weft-termination").expect("no NUL");
-        let mut info = [value::info_borrowed_str(sys::PMIX_EVENT_HDLR_NAME, &name)];
-        let mut codes = TERMINATION_CODES;
-        // SAFETY: `codes` and `info` are valid for the call (PMIx copies both; `name` outlives
-        // the call); `termination_handler` has exactly the pmix_notification_fn_t ABI. With a
-        // NULL registration callback the call is blocking and returns the handler's reference
-        // id (>= 0) or a negative error.
-        let rc = unsafe {
-            sys::PMIx_Register_event_handler(
-                codes.as_mut_ptr(),
-                codes.len(),
-                info.as_mut_ptr(),
-                info.len(),
-                Some(termination_handler),
-                None,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc < 0 {
-            return Err(pmix_err("PMIx_Register_event_handler", rc));
+        let id = register_handler(&TERMINATION_CODES, &name)
+            .map_err(|rc| pmix_err("PMIx_Register_event_handler", rc))?;
+        self.evhdlr.push(id);
+        for code in OPTIONAL_CODES {
+            match register_handler(&[code], &name) {
+                Ok(id) => self.evhdlr.push(id),
+                Err(rc) if REFUSED.contains(&rc) => {}
+                Err(rc) => return Err(pmix_err("PMIx_Register_event_handler", rc)),
+            }
         }
-        self.evhdlr = Some(rc as usize);
         Ok(())
     }
 
@@ -398,6 +399,38 @@ impl PmixRuntime {
         v.sort_unstable();
         v.dedup();
         v
+    }
+}
+
+/// Statuses with which a server refuses to deliver an event code it does not produce (as
+/// opposed to a broken connection): the registration of an [`OPTIONAL_CODES`] code may fail so.
+const REFUSED: [sys::pmix_status_t; 3] =
+    [sys::PMIX_ERR_SERVER_FAILED_REQUEST, sys::PMIX_ERR_NOT_SUPPORTED, sys::PMIX_ERR_BAD_PARAM];
+
+/// Register [`termination_handler`] for `codes` (blocking): the registration id, or the
+/// negative PMIx status.
+fn register_handler(codes: &[sys::pmix_status_t], name: &CString) -> Result<usize, sys::pmix_status_t> {
+    let mut info = [value::info_borrowed_str(sys::PMIX_EVENT_HDLR_NAME, name)];
+    let mut codes = codes.to_vec();
+    // SAFETY: `codes` and `info` are valid for the call (PMIx copies both; `name` outlives
+    // the call); `termination_handler` has exactly the pmix_notification_fn_t ABI. With a
+    // NULL registration callback the call is blocking and returns the handler's reference
+    // id (>= 0) or a negative error.
+    let rc = unsafe {
+        sys::PMIx_Register_event_handler(
+            codes.as_mut_ptr(),
+            codes.len(),
+            info.as_mut_ptr(),
+            info.len(),
+            Some(termination_handler),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc < 0 {
+        Err(rc)
+    } else {
+        Ok(rc as usize)
     }
 }
 
@@ -634,8 +667,8 @@ impl Runtime for PmixRuntime {
             return Ok(());
         }
         self.finalized = true;
-        if let Some(id) = self.evhdlr.take() {
-            // SAFETY: `id` is the reference PMIx returned at registration. Blocking form
+        for id in std::mem::take(&mut self.evhdlr) {
+            // SAFETY: `id` is a reference PMIx returned at registration. Blocking form
             // (NULL callback). Failure only means the handler is already gone.
             unsafe { sys::PMIx_Deregister_event_handler(id, None, std::ptr::null_mut()) };
         }

@@ -62,21 +62,38 @@ fn socket_from_fd_var(value: Option<&str>) -> Result<UnixStream, Pmi2Error> {
 }
 
 impl Pmi2Runtime {
-    /// Connect over `PMI_FD` (rank hint from `PMI_RANK` / `PMI_ID`), with the reply timeout of
-    /// [`crate::runtime::server_timeout`].
+    /// Connect over `PMI_FD` (rank hint from `PMI_RANK` / `PMI_ID`, job id from `PMI_JOBID`),
+    /// with the reply timeout of [`crate::runtime::server_timeout`].
     pub fn from_env() -> Result<Pmi2Runtime, RuntimeError> {
         let sock = socket_from_fd_var(std::env::var(ENV_FD).ok().as_deref())?;
         let hint = std::env::var("PMI_RANK").or_else(|_| std::env::var("PMI_ID")).ok();
         let hint = hint.and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(-1);
-        Pmi2Runtime::connect(sock, hint, crate::runtime::server_timeout())
+        let jobid = std::env::var("PMI_JOBID").ok();
+        Pmi2Runtime::connect(sock, hint, jobid.as_deref(), crate::runtime::server_timeout())
     }
 
-    /// Initialise over an already connected socket: handshake, `fullinit` (announcing
-    /// `pmirank`, -1 if unknown), job id and node layout.
-    pub fn connect(sock: UnixStream, pmirank: i64, timeout: Duration) -> Result<Pmi2Runtime, RuntimeError> {
+    /// Initialise over an already connected socket: handshake, `fullinit`, job id and node
+    /// layout. `fullinit` announces `pmijobid` (when the manager gave one: Slurm's `PMI_JOBID`),
+    /// `pmirank` (-1 if unknown) and `threaded=FALSE`; Slurm's PMI-2 server refuses a
+    /// `fullinit` that lacks any of the three (`pmijobid missing in fullinit command`), hydra
+    /// needs only `pmirank`.
+    pub fn connect(
+        sock: UnixStream,
+        pmirank: i64,
+        pmijobid: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Pmi2Runtime, RuntimeError> {
         let mut conn = Conn::new(sock, timeout)?;
         conn.handshake()?;
-        let r = conn.call("fullinit", &[("pmirank", &pmirank.to_string())])?;
+        let rank_text = pmirank.to_string();
+        let mut args = Vec::with_capacity(3);
+        if let Some(j) = pmijobid {
+            args.push(("pmijobid", j));
+        }
+        args.push(("pmirank", rank_text.as_str()));
+        // weft calls the PMI-2 server from one thread at a time.
+        args.push(("threaded", "FALSE"));
+        let r = conn.call("fullinit", &args)?;
         let rank: u32 = r.need_int("rank")?;
         let size: u32 = r.need_int("size")?;
         if size == 0 || rank >= size {

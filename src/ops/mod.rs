@@ -16,7 +16,7 @@
 use std::cell::{Cell, RefCell, RefMut};
 
 use weft_engine::Engine;
-pub use weft_engine::{CommId, ReqId, Stats};
+pub use weft_engine::{CommId, Message, ReqId, Stats};
 
 use crate::EngineError;
 

@@ -2,7 +2,7 @@
 //! probes on a communicator id, waiting for and testing request ids, communicator creation and
 //! the failure knowledge a front end may read (failed and acknowledged ranks).
 
-use weft_engine::{CommId, ReqId, Stats, Status};
+use weft_engine::{CommId, Message, ReqId, Stats, Status};
 
 use super::{EngineResult, OpsCore};
 use crate::EngineError;
@@ -91,6 +91,38 @@ impl OpsCore {
     ) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
         unsafe { self.eng()?.irecv(c, buf, len, src, tag) }
+    }
+
+    /// Start a synchronous send of `len` bytes at `buf`: it completes only once the receiver
+    /// has matched it (always the rendezvous path; the standard send's path is unchanged).
+    ///
+    /// # Safety
+    /// As [`OpsCore::isend`].
+    pub unsafe fn issend(
+        &self,
+        c: CommId,
+        buf: *const u8,
+        len: usize,
+        dst: u32,
+        tag: i32,
+    ) -> EngineResult<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.eng()?.issend(c, buf, len, dst, tag) }
+    }
+
+    /// Matched probe: take the first message matching `(src, tag)` out of matching, if one
+    /// has arrived; only [`OpsCore::imrecv`] can receive it.
+    pub fn improbe(&self, c: CommId, src: i32, tag: i32) -> EngineResult<Option<Message>> {
+        self.eng()?.improbe(c, src, tag)
+    }
+
+    /// Receive a message taken by [`OpsCore::improbe`] into up to `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// As [`OpsCore::irecv`].
+    pub unsafe fn imrecv(&self, m: Message, buf: *mut u8, len: usize) -> EngineResult<ReqId> {
+        // SAFETY: forwarded contract.
+        unsafe { self.eng()?.imrecv(m, buf, len) }
     }
 
     /// Wait until a message matching `(src, tag)` has arrived; its status.

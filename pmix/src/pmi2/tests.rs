@@ -97,7 +97,7 @@ fn good_server(rank: u32, size: u32) -> impl FnMut(&str) -> Option<Vec<u8>> + Se
 #[test]
 fn good_conversation() {
     let (sock, h) = fake(INIT_OK, good_server(1, 3));
-    let mut rt = Pmi2Runtime::connect(sock, 1, T).unwrap();
+    let mut rt = Pmi2Runtime::connect(sock, 1, None, T).unwrap();
     assert_eq!((rt.backend(), rt.rank(), rt.size(), rt.node_id()), ("pmi2", 1, 3, 0));
     assert_eq!(rt.job_id(), "kvs_1_x");
     assert_eq!(rt.local_peers(), &[0, 1, 2]);
@@ -120,9 +120,21 @@ fn good_conversation() {
     drop(rt);
     let seen = h.join().unwrap();
     assert_eq!(seen[0], "cmd=init pmi_version=2 pmi_subversion=0");
-    assert_eq!(seen[1], "cmd=fullinit;pmirank=1;");
+    assert_eq!(seen[1], "cmd=fullinit;pmirank=1;threaded=FALSE;");
     assert!(seen.iter().any(|c| c.starts_with("cmd=kvs-put;key=weft.1.big;value=*")));
     assert!(seen.iter().any(|c| c == "cmd=kvs-fence;"));
+}
+
+/// Slurm's PMI-2 server wants `pmijobid`, `pmirank` and `threaded` in `fullinit` (it refuses
+/// the command when one is missing): the job id from `PMI_JOBID` goes first, as MPICH sends it.
+#[test]
+fn fullinit_announces_the_job_id() {
+    let (sock, h) = fake(INIT_OK, good_server(2, 4));
+    let rt = Pmi2Runtime::connect(sock, 2, Some("17.0"), T).unwrap();
+    assert_eq!((rt.rank(), rt.size()), (2, 4));
+    drop(rt);
+    let seen = h.join().unwrap();
+    assert_eq!(seen[1], "cmd=fullinit;pmijobid=17.0;pmirank=2;threaded=FALSE;");
 }
 
 /// `connect` against a server whose reply to command `bad_cmd` is `reply`.
@@ -130,7 +142,7 @@ fn connect_with(bad_cmd: &'static str, reply: Vec<u8>) -> Result<Pmi2Runtime, Ru
     let mut good = good_server(0, 2);
     let (sock, _h) =
         fake(INIT_OK, move |cmd| if field(cmd, "cmd") == bad_cmd { Some(reply.clone()) } else { good(cmd) });
-    Pmi2Runtime::connect(sock, 0, T)
+    Pmi2Runtime::connect(sock, 0, None, T)
 }
 
 fn malformed(r: Result<Pmi2Runtime, RuntimeError>) -> String {
@@ -161,7 +173,10 @@ fn malformed_replies_are_typed_errors() {
     // Rank outside the job.
     let (sock, _h) =
         fake(INIT_OK, |cmd| Some(framed(&format!("cmd={}-response;rank=5;size=2;rc=0;", field(cmd, "cmd")))));
-    assert!(matches!(Pmi2Runtime::connect(sock, 0, T), Err(RuntimeError::BadRank { rank: 5, size: 2 })));
+    assert!(matches!(
+        Pmi2Runtime::connect(sock, 0, None, T),
+        Err(RuntimeError::BadRank { rank: 5, size: 2 })
+    ));
     // A server error code.
     match connect_with("fullinit", framed("cmd=fullinit-response;rc=3;errmsg=nope;")) {
         Err(RuntimeError::Pmi2(Pmi2Error::Server { cmd, rc, msg })) => {
@@ -171,7 +186,10 @@ fn malformed_replies_are_typed_errors() {
     }
     // A PMI-1-only manager.
     let (sock, _h) = fake("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n", |_| None);
-    assert!(matches!(Pmi2Runtime::connect(sock, 0, T), Err(RuntimeError::Pmi2(Pmi2Error::Unsupported(_)))));
+    assert!(matches!(
+        Pmi2Runtime::connect(sock, 0, None, T),
+        Err(RuntimeError::Pmi2(Pmi2Error::Unsupported(_)))
+    ));
 }
 
 #[test]
@@ -183,7 +201,7 @@ fn garbled_values_are_typed_errors() {
         "weft.0.lost" => Some(framed("cmd=kvs-get-response;found=TRUE;value=*2;rc=0;")),
         _ => good(cmd),
     });
-    let mut rt = Pmi2Runtime::connect(sock, 0, T).unwrap();
+    let mut rt = Pmi2Runtime::connect(sock, 0, None, T).unwrap();
     for k in ["nothex", "chunks", "lost"] {
         assert!(matches!(rt.get(0, k), Err(RuntimeError::Pmi2(Pmi2Error::Malformed(_)))), "{k}");
     }
@@ -194,17 +212,17 @@ fn silent_and_closed_servers_fail_in_time() {
     // Silent after the handshake: the fullinit reply never comes.
     let (sock, _h) = fake(INIT_OK, |_| None);
     let t0 = Instant::now();
-    let r = Pmi2Runtime::connect(sock, 0, Duration::from_millis(300));
+    let r = Pmi2Runtime::connect(sock, 0, None, Duration::from_millis(300));
     assert!(matches!(r, Err(RuntimeError::Pmi2(Pmi2Error::Timeout(_)))), "{:?}", r.err());
     assert!(t0.elapsed() < Duration::from_secs(3));
     // Closed before answering init.
     let (client, server) = UnixStream::pair().unwrap();
     drop(server);
-    let r = Pmi2Runtime::connect(client, 0, T);
+    let r = Pmi2Runtime::connect(client, 0, None, T);
     assert!(matches!(r, Err(RuntimeError::Pmi2(Pmi2Error::Closed(_)))), "{:?}", r.err());
     // Closed in the middle of a reply.
     let (sock, _h) = fake(INIT_OK, |_| Some(b"    40cmd=fullinit".to_vec()));
-    let r = Pmi2Runtime::connect(sock, 0, T);
+    let r = Pmi2Runtime::connect(sock, 0, None, T);
     // The fake then blocks reading the next command; the client sees a timeout or a close.
     assert!(
         matches!(r, Err(RuntimeError::Pmi2(Pmi2Error::Timeout(_) | Pmi2Error::Closed(_)))),

@@ -1,0 +1,197 @@
+//! Reductions: `MPI_Reduce`, `MPI_Allreduce`, `MPI_Reduce_scatter`,
+//! `MPI_Reduce_scatter_block`, `MPI_Scan`, `MPI_Exscan`, their non-blocking forms, and
+//! `MPI_Reduce_local`. The engine reduces contiguous elements of the datatype's element type
+//! (`op.rs`); a non-contiguous datatype is packed first (its packed data is a run of such
+//! elements) and the result unpacked. `MPI_IN_PLACE` as the send buffer: at the root of a
+//! reduce, at every rank of the others, the input then being in the receive buffer (for
+//! reduce-scatter all `n` blocks of it).
+
+use std::ffi::{c_int, c_void};
+
+use weft_coll::{Kind, Spec};
+
+use super::stage::{self, Region, Staged};
+use super::{count_of, counts_at, in_place, launch, root_in, Mode};
+use crate::abi::*;
+use crate::error::{err, MpiResult};
+use crate::export;
+use crate::request::After;
+use crate::state::{call, Mpi, On};
+
+/// The shape of a reduction: which collective, and how many elements each rank receives.
+enum Shape {
+    /// Reduce (to `root`), allreduce, scan, exscan: `count` elements in and out.
+    Whole { kind: Kind, count: c_int, root: c_int },
+    /// Reduce-scatter with equal blocks of `count`.
+    Block { count: c_int },
+    /// Reduce-scatter with `counts` (one per rank).
+    Counts { counts: *const c_int },
+}
+
+#[allow(clippy::too_many_arguments)]
+fn reduce(
+    m: &Mpi,
+    shape: Shape,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> MpiResult {
+    let (me, n) = m.rank_size(comm)?;
+    // (kind, elements in, elements out here, per-rank counts, root)
+    let (kind, input, output, counts, root) = match shape {
+        Shape::Whole { kind, count, root } => {
+            let c = count_of(count)?;
+            let root = if kind == Kind::Reduce { root_in(root, n)? } else { 0 };
+            let out = if kind == Kind::Reduce && me != root { 0 } else { c };
+            (kind, c, out, Vec::new(), root)
+        }
+        Shape::Block { count } => {
+            let c = count_of(count)?;
+            let total = c
+                .checked_mul(n as usize)
+                .ok_or_else(|| err!(MPI_ERR_COUNT, "recvcount {count} * {n} overflows"))?;
+            (Kind::ReduceScatterBlock, total, c, Vec::new(), 0)
+        }
+        Shape::Counts { counts } => {
+            // SAFETY: `n` entries, by the caller's contract.
+            let c = unsafe { counts_at(counts, n as usize, "recvcounts")? };
+            let total = c
+                .iter()
+                .try_fold(0usize, |t, &x| t.checked_add(x))
+                .ok_or_else(|| err!(MPI_ERR_COUNT, "recvcounts overflow"))?;
+            (Kind::ReduceScatter, total, c[me as usize], c, 0)
+        }
+    };
+    let ty = m.typed(dt, 0)?;
+    let r = m.reduction(op, dt, &ty)?;
+    let spec_count = match kind {
+        Kind::ReduceScatterBlock => output * r.per_elem,
+        Kind::ReduceScatter => 0,
+        _ => input * r.per_elem,
+    };
+    if ty.dense() && kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce) {
+        // The common case, without staging: the engine reads and writes the buffers as they
+        // are (allreduce in place included).
+        let mut spec = Spec::new(kind, r.dtype);
+        spec.count = spec_count;
+        spec.op = Some(r.op);
+        spec.root = root;
+        spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
+        spec.recv = if output == 0 { std::ptr::null_mut() } else { rbuf.cast() };
+        // SAFETY: the application keeps its buffers valid until the collective completes.
+        return unsafe { m.exec(comm, &mut spec, mode, After::Nothing) };
+    }
+    let send = if in_place(sbuf) {
+        if kind == Kind::Reduce && me != root {
+            return Err(err!(MPI_ERR_BUFFER, "MPI_Reduce: MPI_IN_PLACE is only allowed at the root"));
+        }
+        let input_at = Region::one(rbuf.cast(), &ty, input);
+        if kind == Kind::Allreduce && ty.dense() {
+            // The engine runs allreduce in place.
+            Staged::at(rbuf.cast())
+        } else {
+            // SAFETY: in place, the receive buffer holds the input.
+            unsafe { stage::copy_of(&input_at) }
+        }
+    } else {
+        // SAFETY: the send buffer holds the input.
+        unsafe { stage::send(&Region::one(sbuf.cast(), &ty, input)) }
+    };
+    let mut recv = if output == 0 && kind == Kind::Reduce {
+        Staged::none()
+    } else {
+        stage::recv(Region::one(rbuf.cast(), &ty, output))
+    };
+    if kind == Kind::Exscan && me == 0 {
+        recv.forget_result(); // undefined at rank 0: leave the application's buffer alone
+    }
+    let per: Vec<usize> = counts.iter().map(|c| c * r.per_elem).collect();
+    let mut spec = Spec::new(kind, r.dtype);
+    spec.count = spec_count;
+    spec.op = Some(r.op);
+    spec.root = root;
+    spec.rcounts = &per;
+    // SAFETY: the application keeps its buffers valid until the collective completes.
+    unsafe { launch(m, comm, &mut spec, send, recv, mode) }
+}
+
+coll_pair! {
+    /// `MPI_Reduce` / `MPI_Ireduce`.
+    MPI_Reduce / PMPI_Reduce, MPI_Ireduce / PMPI_Ireduce,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm),
+    comm, |m, mode| reduce(m, Shape::Whole { kind: Kind::Reduce, count, root }, sendbuf, recvbuf, datatype, op, comm, mode)
+}
+
+coll_pair! {
+    /// `MPI_Allreduce` / `MPI_Iallreduce`.
+    MPI_Allreduce / PMPI_Allreduce, MPI_Iallreduce / PMPI_Iallreduce,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
+    comm, |m, mode| reduce(m, Shape::Whole { kind: Kind::Allreduce, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, mode)
+}
+
+coll_pair! {
+    /// `MPI_Scan` / `MPI_Iscan`.
+    MPI_Scan / PMPI_Scan, MPI_Iscan / PMPI_Iscan,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
+    comm, |m, mode| reduce(m, Shape::Whole { kind: Kind::Scan, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, mode)
+}
+
+coll_pair! {
+    /// `MPI_Exscan` / `MPI_Iexscan`: the receive buffer of rank 0 is left as it was.
+    MPI_Exscan / PMPI_Exscan, MPI_Iexscan / PMPI_Iexscan,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
+    comm, |m, mode| reduce(m, Shape::Whole { kind: Kind::Exscan, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, mode)
+}
+
+coll_pair! {
+    /// `MPI_Reduce_scatter_block` / `MPI_Ireduce_scatter_block`.
+    MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block, MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
+    comm, |m, mode| reduce(m, Shape::Block { count: recvcount }, sendbuf, recvbuf, datatype, op, comm, mode)
+}
+
+coll_pair! {
+    /// `MPI_Reduce_scatter` / `MPI_Ireduce_scatter`.
+    MPI_Reduce_scatter / PMPI_Reduce_scatter, MPI_Ireduce_scatter / PMPI_Ireduce_scatter,
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
+    comm, |m, mode| reduce(m, Shape::Counts { counts: recvcounts }, sendbuf, recvbuf, datatype, op, comm, mode)
+}
+
+export! {
+    /// `MPI_Reduce_local`: `inoutbuf = inbuf op inoutbuf`, element by element.
+    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) {
+        call("MPI_Reduce_local", On::NoObject, |m| {
+            let ty = m.typed(datatype, count)?;
+            let r = m.reduction(op, datatype, &ty)?;
+            let n = count as usize;
+            if n == 0 || ty.size == 0 {
+                return Ok(());
+            }
+            if inbuf.is_null() || inoutbuf.is_null() {
+                return Err(err!(MPI_ERR_BUFFER, "MPI_Reduce_local: NULL buffer with {count} elements"));
+            }
+            if ty.dense() {
+                let bytes = n * ty.size;
+                // SAFETY: both buffers hold `count` elements, one run each, and do not overlap
+                // (the standard requires distinct buffers).
+                let (src, dst) = unsafe {
+                    (std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes), std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes))
+                };
+                r.op.apply(r.dtype, src, dst, true);
+                return Ok(());
+            }
+            let (mut src, mut dst) = (Vec::new(), Vec::new());
+            // SAFETY: both buffers hold `count` elements of the type, by the caller's contract.
+            unsafe {
+                crate::datatype::pack(inbuf.cast(), n, &ty, &mut src);
+                crate::datatype::pack(inoutbuf.cast(), n, &ty, &mut dst);
+            }
+            r.op.apply(r.dtype, &src, &mut dst, true);
+            // SAFETY: as above.
+            unsafe { crate::datatype::unpack(&dst, inoutbuf.cast(), n, &ty) }
+        })
+    }
+}
