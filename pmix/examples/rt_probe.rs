@@ -7,6 +7,8 @@
 //!   `poll_terminated` until VICTIM is reported, print `DETECT rank=R victim=V delay_us=D`, then
 //!   check that the next fence fails naming exactly VICTIM and the one after succeeds.
 //! - `exit VICTIM CODE`: VICTIM exits with CODE after the first fence, without finalize.
+//! - `early VICTIM CODE`: VICTIM exits with CODE before it initialises the runtime (never
+//!   connects to the PMIx server); the others initialise and fence (weft-run must end the job).
 //! - `abort VICTIM CODE`: VICTIM calls `abort(CODE)` after the first fence; others fence again.
 //! - `sleep`: print `PID rank=R pid=P sock=S`, fence, sleep forever.
 //! - `shm`: create `/dev/shm/<jobid>-probe-<rank>` (the launcher must remove it) and print it.
@@ -211,6 +213,9 @@ fn main() {
         killnode(&args);
         return;
     }
+    if mode == "early" && std::env::var("PMIX_RANK").ok() == Some(arg(&args, 2)) {
+        std::process::exit(num(&args, 3) as i32);
+    }
     let mut rt = weft_pmix::from_env().unwrap_or_else(|e| fail(format!("runtime init: {e}")));
     let r = rt.rank();
     match mode.as_str() {
@@ -270,6 +275,10 @@ fn main() {
             }
             detect(rt.as_mut(), victim, Some(&stamp));
             after_failure(rt.as_mut(), victim);
+        }
+        "early" => {
+            rt.fence().unwrap_or_else(|e| fail(format!("fence: {e}")));
+            fail(format!("rank {r}: the fence completed without rank {}", arg(&args, 2)));
         }
         "exit" => {
             let victim = num(&args, 2);

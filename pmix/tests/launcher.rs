@@ -1,4 +1,5 @@
-//! Multi-process tests of `weft-run` and `LauncherRuntime`, driving the `rt_probe` example.
+//! Multi-process tests of `weft-run` (the hosted OpenPMIx server, its fault injection and its
+//! clean-up guarantees) and of the PMIx client backend under it, driving the `rt_probe` example.
 //!
 //! Every job runs with `weft-run --timeout` *and* as a job of `weft_testkit::job` with a hard
 //! deadline in the test (weft-run's process group is killed then), so a hang fails fast
@@ -199,43 +200,47 @@ fn info_under_launcher_and_singleton() {
     let job = field(info[0], "job");
     assert!(job.starts_with("weft-"), "{job}");
     for l in &info {
-        assert_eq!(field(l, "backend"), "weft-run");
+        // weft-run hosts a PMIx server: its ranks take the PMIx client backend.
+        assert_eq!(field(l, "backend"), "pmix");
         assert_eq!(field(l, "size"), "3");
         assert_eq!(field(l, "job"), job, "job id differs between ranks");
     }
     // Alone: the singleton backend.
-    let o = Command::new(probe()).arg("info").env_remove("WEFT_RUN_SOCK").output().unwrap();
+    let o = Command::new(probe())
+        .arg("info")
+        .env_remove("PMIX_NAMESPACE")
+        .env_remove("PMIX_RANK")
+        .env_remove("PMI_FD")
+        .output()
+        .unwrap();
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{s}");
     assert!(s.contains("backend=singleton rank=0 size=1 node=0 peers=[0]"), "{s}");
 }
 
+/// A rank whose PMIx server cannot be reached (gone, or never there) ends with a typed
+/// runtime error at init, not a hang.
 #[test]
-fn bad_environment_is_a_typed_error() {
+fn unreachable_pmix_server_is_a_typed_error() {
+    // A port nobody listens on: bind one, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let uri = format!("pmix-server.1;tcp4://127.0.0.1:{port}");
+    let t0 = Instant::now();
     let o = Command::new(probe())
         .arg("info")
-        .env("WEFT_RUN_SOCK", "/nonexistent/sock")
-        .env("WEFT_RANK", "zero")
-        .output()
-        .unwrap();
-    let s = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(3), "{s}");
-    assert!(s.contains("bad environment"), "{s}");
-    let o = Command::new(probe())
-        .arg("info")
+        .env_remove("PMI_FD")
         .envs([
-            ("WEFT_RUN_SOCK", "/nonexistent/sock"),
-            ("WEFT_RANK", "0"),
-            ("WEFT_SIZE", "1"),
-            ("WEFT_JOBID", "weft-x"),
-            ("WEFT_NODE", "0"),
-            ("WEFT_LOCAL_RANKS", "0"),
+            ("PMIX_NAMESPACE", "weft-gone"),
+            ("PMIX_RANK", "0"),
+            ("PMIX_SERVER_URI41", uri.as_str()),
+            ("PMIX_SERVER_URI4", uri.as_str()),
         ])
         .output()
         .unwrap();
     let s = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(3), "{s}");
-    assert!(s.contains("I/O error"), "{s}");
+    assert!(s.contains("runtime init: PMIx call PMIx_Init failed"), "{s}");
+    assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
 }
 
 fn check_detection(out: &Out, n: u32, victim: u32, max_us: Option<u64>) {
@@ -250,7 +255,11 @@ fn check_detection(out: &Out, n: u32, victim: u32, max_us: Option<u64>) {
             assert!(d >= 0 && (d as u64) < max, "detection took {d} µs: {l}");
         }
     }
-    assert_eq!(out.lines("FENCE_FAILED ").len(), n as usize - 1, "{}", out.dump());
+    // libpmix drops a dead client from the fences it is part of: the survivors' next fence
+    // either fails naming the victim (it was counted when the fence began) or succeeds among
+    // the survivors. Either way every survivor gets a verdict.
+    let verdicts = out.lines("FENCE_FAILED ").len() + out.lines("FENCE_OK ").len();
+    assert_eq!(verdicts, n as usize - 1, "{}", out.dump());
     assert_eq!(out.lines("OK ").len(), n as usize - 1, "survivors finish: {}", out.dump());
     let failed: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("weft-run: rank ")).collect();
     assert!(
@@ -278,13 +287,6 @@ fn sigkilled_rank_is_reported_to_every_survivor_fast() {
 }
 
 #[test]
-fn garbage_from_a_rank_kills_only_that_rank() {
-    let out = run_probe(3, &["garbage", "1"]);
-    check_detection(&out, 3, 1, None);
-    assert!(out.stderr.contains("protocol error"), "{}", out.dump());
-}
-
-#[test]
 fn nonzero_exit_and_exit_without_finalize_are_failures() {
     let out = run_probe(3, &["exit", "0", "5"]);
     check_detection(&out, 3, 0, None);
@@ -296,6 +298,23 @@ fn nonzero_exit_and_exit_without_finalize_are_failures() {
     let out = run_probe(3, &["exit", "2", "0"]);
     check_detection(&out, 3, 2, None);
     assert!(out.stderr.contains("exited with status 0 before finalize"), "{}", out.dump());
+}
+
+/// A rank that fails before it connects to the PMIx server: the others' bootstrap fence
+/// cannot complete, weft-run ends the job right away (not at its timeout) and says why.
+#[test]
+fn rank_failing_before_connecting_ends_the_job() {
+    let t0 = Instant::now();
+    let out = run_probe(3, &["early", "1", "4"]);
+    assert_eq!(out.status.code(), Some(1), "{}", out.dump());
+    assert!(out.lines("FAIL").is_empty(), "{}", out.dump());
+    assert!(
+        out.stderr.contains("rank 1 (pid ") && out.stderr.contains("exited with status 4"),
+        "{}",
+        out.dump()
+    );
+    assert!(out.stderr.contains("rank 1 failed before connecting to the PMIx server"), "{}", out.dump());
+    assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}: {}", t0.elapsed(), out.dump());
 }
 
 #[test]
@@ -323,18 +342,17 @@ fn sigterm_and_sigint_kill_children_and_clean_up() {
         let mut s = start_sleepers(n, "60");
         let sock = s.sock_dir.join("sock");
         assert!(sock.exists());
-        // Strangers on the socket must not disturb the launcher: garbage, a HELLO for a rank
-        // that does not exist, a duplicate HELLO for a live rank.
+        // Strangers on the fault-injection control socket must not disturb the launcher:
+        // garbage, requests for ranks and nodes that do not exist, an over-long line.
         use std::io::Write;
         use std::os::unix::net::UnixStream;
-        let hello = |rank: u32| {
-            let mut f = vec![13, 0, 0, 0, 0x01];
-            for x in [1u32, rank, 1] {
-                f.extend_from_slice(&x.to_le_bytes());
-            }
-            f
-        };
-        for bytes in [vec![0xffu8; 64], hello(99), hello(0), vec![0, 0, 0, 0]] {
+        for bytes in [
+            vec![0xffu8; 64],
+            b"kill-rank 99\n".to_vec(),
+            b"kill-node 7\n".to_vec(),
+            b"kill-all 1\n".to_vec(),
+            vec![b'x'; 1000],
+        ] {
             let mut c = UnixStream::connect(&sock).unwrap();
             let _ = c.write_all(&bytes);
         }
@@ -356,7 +374,8 @@ fn sigkilled_launcher_takes_its_ranks_along() {
     s.job().signal(Signal::SIGKILL).unwrap(); // No cleanup possible, PDEATHSIG must do it.
     let out = s.finish();
     assert_eq!(out.status.signal(), Some(9), "{}", out.dump());
-    wait_gone(&s.pids, Duration::from_secs(5));
+    // PR_SET_PDEATHSIG: the ranks die with the launcher.
+    wait_gone(&s.pids, Duration::from_secs(1));
     let _ = std::fs::remove_dir_all(&s.sock_dir);
 }
 
@@ -540,13 +559,15 @@ fn kill_node_at_a_time_reports_every_rank_of_the_node() {
 #[test]
 fn kill_node_from_a_rank() {
     let out = run_probe_with(5, &["--map", "2,2,1"], &["killnode", "1", "0"]);
-    check_node_down(&out, 5, 1, &[2, 3], "killed by rank 0 (KILL_NODE)");
+    check_node_down(&out, 5, 1, &[2, 3], "node 1 killed by a control request");
     let k = out.lines("KILLED ");
     assert_eq!(k.len(), 1, "{}", out.dump());
-    assert!(k[0].contains("ranks=[2, 3] immediate=2"), "{}", k[0]);
+    // `immediate` (events already delivered when the answer came) is not checked: libpmix
+    // delivers on its own progress thread, after the launcher's answer or before.
+    assert!(k[0].contains("ranks=[2, 3] immediate="), "{}", k[0]);
     // Through a control connection, from a rank of another node.
     let out = run_probe_with(5, &["--map", "2,2,1"], &["killnode", "2", "3", "ctl"]);
-    check_node_down(&out, 5, 2, &[4], "killed by a control connection (KILL_NODE)");
+    check_node_down(&out, 5, 2, &[4], "node 2 killed by a control request");
 }
 
 /// `weft-run -n N --timeout 30 OPTS… rt_probe ARGS…`

@@ -89,7 +89,7 @@ fn probe_under_openmpi_mpirun() {
     cmd.args(["--allow-run-as-root", "--oversubscribe", "-n", &NP.to_string()])
         .arg(&exe)
         // Keep a launcher of the workspace's own from interfering with backend selection.
-        .env_remove("WEFT_RUN_SOCK")
+        .env_remove("WEFT_RUN_CTL")
         // The probe's missing-key check waits for the server this long (direct modex).
         .env("WEFT_RT_TIMEOUT", "3");
     assert_probe_ok(cmd, "pmix");
@@ -118,7 +118,7 @@ fn probe_under_prrte() {
         Err(why) => return println!("skipped: {why}"),
     };
     let mut cmd = prrte.command(NP);
-    cmd.arg(build_example("pmix_probe")).env_remove("WEFT_RUN_SOCK").env("WEFT_RT_TIMEOUT", "3");
+    cmd.arg(build_example("pmix_probe")).env_remove("WEFT_RUN_CTL").env("WEFT_RT_TIMEOUT", "3");
     assert_probe_ok(cmd, "pmix");
 }
 
@@ -131,7 +131,7 @@ fn kill_event_under_prrte() {
         Err(why) => return println!("skipped: {why}"),
     };
     let mut cmd = prrte.command(NP);
-    cmd.arg(build_example("pmix_kill")).args(["1", "20"]).env_remove("WEFT_RUN_SOCK");
+    cmd.arg(build_example("pmix_kill")).args(["1", "20"]).env_remove("WEFT_RUN_CTL");
     let (_, out) = run_with_timeout(cmd, TIMEOUT);
     println!("{out}");
     for r in [0, 2, 3] {
@@ -150,7 +150,7 @@ fn probe_under_hydra() {
         Err(why) => return println!("skipped: {why}"),
     };
     let mut cmd = Command::new(hydra);
-    cmd.args(["-n", &NP.to_string()]).arg(build_example("pmix_probe")).env_remove("WEFT_RUN_SOCK");
+    cmd.args(["-n", &NP.to_string()]).arg(build_example("pmix_probe")).env_remove("WEFT_RUN_CTL");
     assert_probe_ok(cmd, "pmi2");
 }
 
@@ -160,10 +160,7 @@ fn broken_pmi_fd_is_a_clear_error() {
     let exe = build_example("pmix_probe");
     for (fd, want) in [("99", "bad PMI_FD: PMI_FD=99"), ("x", "is not a number"), ("0", "is not a socket")] {
         let mut cmd = Command::new(&exe);
-        cmd.env_remove("WEFT_RUN_SOCK")
-            .env_remove("PMIX_RANK")
-            .env_remove("PMIX_NAMESPACE")
-            .env("PMI_FD", fd);
+        cmd.env_remove("WEFT_RUN_CTL").env_remove("PMIX_RANK").env_remove("PMIX_NAMESPACE").env("PMI_FD", fd);
         cmd.stdin(Stdio::null());
         let (ok, out) = run_with_timeout(cmd, Duration::from_secs(20));
         assert!(!ok && out.contains("FAILED: init: PMI-2: ") && out.contains(want), "PMI_FD={fd}:\n{out}");

@@ -49,6 +49,8 @@ mod mpi_lib;
 mod netns;
 #[path = "weft_run/nodes.rs"]
 mod nodes;
+#[path = "weft_run/relay.rs"]
+mod relay;
 #[path = "weft_run/server.rs"]
 mod server;
 
@@ -250,6 +252,22 @@ fn run(cli: Cli) -> u8 {
             return 1;
         }
     };
+    if !netns_fds.is_empty() {
+        // Ranks in node namespaces reach the server through relays (see weft_run/relay.rs).
+        let addr = pmix.client_env(0).ok().and_then(|env| {
+            env.iter()
+                .filter(|(k, _)| k.to_string_lossy().starts_with("PMIX_SERVER_URI"))
+                .find_map(|(_, v)| relay::server_addr(&v.to_string_lossy()))
+        });
+        let res = match addr {
+            Some(a) => relay::start(a, &netns_fds),
+            None => Err(std::io::Error::other("no TCP address in the PMIx server's URIs")),
+        };
+        if let Err(e) = res {
+            note!("weft-run: --netns: {e}");
+            return 1;
+        }
+    }
     let spec = SpawnSpec {
         prog: &prog,
         ld_library_path: ld_library_path.as_deref(),
@@ -318,6 +336,13 @@ fn run(cli: Cli) -> u8 {
             let name = Signal::try_from(sig).map(|s| s.as_str()).unwrap_or("signal");
             note!("weft-run: received {name}, job killed");
             (128 + sig).clamp(0, 255) as u8
+        }
+        Some(Teardown::NeverConnected(rank)) => {
+            note!(
+                "weft-run: rank {rank} failed before connecting to the PMIx server; the other \
+                 ranks' bootstrap fence cannot complete without it: job killed"
+            );
+            1
         }
         Some(Teardown::Abort(code)) => match (code & 0xff) as u8 {
             0 => 1,

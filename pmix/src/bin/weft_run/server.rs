@@ -43,6 +43,10 @@ pub enum Teardown {
     Timeout,
     Signal(i32),
     Abort(i32),
+    /// A rank failed before it connected to the PMIx server while other ranks did connect:
+    /// libpmix counts every registered rank in the job's fences and drops only connected ones,
+    /// so the others' bootstrap fence could never complete.
+    NeverConnected(u32),
 }
 
 /// Per-rank state.
@@ -80,6 +84,8 @@ pub struct Server {
     next_event: usize,
     /// A rank's `PMIx_Abort` code, once one came.
     aborted: Option<i32>,
+    /// The first rank that failed without ever connecting to the PMIx server.
+    failed_unconnected: Option<u32>,
     /// Dropped after the ranks are gone (`Drop for Server` runs before the fields drop).
     netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
@@ -131,6 +137,7 @@ impl Server {
             events,
             next_event: 0,
             aborted: None,
+            failed_unconnected: None,
             netns,
             failures: Vec::new(),
         }
@@ -152,6 +159,13 @@ impl Server {
             if let Some(code) = self.aborted {
                 self.teardown();
                 return Some(Teardown::Abort(code));
+            }
+            if let Some(rank) = self.failed_unconnected {
+                // Only a PMIx job hangs: programs that never connect (plain `false`) do not.
+                if self.ranks.iter().any(|r| r.connected && r.proc_.ended.is_none()) {
+                    self.teardown();
+                    return Some(Teardown::NeverConnected(rank));
+                }
             }
             let wake =
                 [self.deadline, self.events.get(self.next_event).map(|e| e.0)].into_iter().flatten().min();
@@ -486,6 +500,9 @@ impl Server {
         }
         note!("{line}");
         self.failures.push(line);
+        if !st.connected {
+            self.failed_unconnected.get_or_insert(i as u32);
+        }
         true
     }
 }
