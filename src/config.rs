@@ -52,16 +52,7 @@ pub const KEYS: &[Key] = &[
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
-const LAUNCHER_VARS: &[&str] = &[
-    "WEFT_RUN_SOCK",
-    "WEFT_RANK",
-    "WEFT_SIZE",
-    "WEFT_JOBID",
-    "WEFT_NODE",
-    "WEFT_LOCAL_RANKS",
-    "WEFT_HOST_SLOT",
-    "WEFT_RUN",
-];
+const LAUNCHER_VARS: &[&str] = &["WEFT_RUN_CTL", "WEFT_HOST_SLOT", "WEFT_RUN"];
 
 /// Progress mode (`WEFT_PROGRESS`).
 pub use weft_engine::ProgressMode;

@@ -40,7 +40,7 @@ fn prints_every_section_and_key() {
     assert!(out.contains("  version: 1."), "libfabric version missing:\n{out}");
     assert!(out.contains("usable providers (FI_EP_RDM + FI_TAGGED)"), "{out}");
     assert!(out.contains("a job started here would use: singleton"), "{out}");
-    assert!(out.contains("backends built (tried in this order): weft-run, pmix, pmi2, singleton"), "{out}");
+    assert!(out.contains("backends built (tried in this order): pmix, pmi2, singleton"), "{out}");
     for k in weft::KEYS {
         let line = out
             .lines()
@@ -62,10 +62,9 @@ fn runtime_backend_follows_the_launcher_variables() {
     for (vars, want) in [
         (&[("PMI_FD", "9"), ("PMI_RANK", "2")][..], "pmi2 (PMI_FD is set)"),
         (&[("PMI_FD", "9"), ("PMIX_RANK", "0")][..], "pmix (PMIX_RANK is set)"),
-        (
-            &[("PMIX_NAMESPACE", "ns"), ("WEFT_RUN_SOCK", "/nonexistent")][..],
-            "weft-run (WEFT_RUN_SOCK is set)",
-        ),
+        // weft-run's ranks are PMIx clients: its own variables choose nothing.
+        (&[("PMIX_NAMESPACE", "ns"), ("WEFT_RUN_CTL", "/nonexistent")][..], "pmix (PMIX_NAMESPACE is set)"),
+        (&[("WEFT_RUN_CTL", "/nonexistent")][..], "singleton (no launcher variable is set)"),
     ] {
         let o = run(vars);
         let out = String::from_utf8_lossy(&o.stdout);

@@ -159,7 +159,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Err(e) => e.exit(),
     };
     let in_job =
-        ["WEFT_RUN_SOCK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"].iter().any(|v| std::env::var_os(v).is_some());
+        ["PMIX_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK"].iter().any(|v| std::env::var_os(v).is_some());
     if cli.worker || in_job {
         match worker(&cli) {
             Ok(()) => ExitCode::SUCCESS,

@@ -5,7 +5,7 @@
 //! - **driver** (started outside any launcher): launches `weft-run -n N <self> --worker …`,
 //!   optionally builds and launches the MPI peer programs (`--peers`), collects the CSV rows
 //!   every job prints and prints one table (or CSV) with ratios;
-//! - **worker** (started inside a job: `WEFT_RUN_SOCK`, `PMIX_RANK` or `OMPI_COMM_WORLD_RANK`
+//! - **worker** (started inside a job: `PMIX_RANK` (weft-run, PRRTE, Slurm), `PMI_FD` or `OMPI_COMM_WORLD_RANK`
 //!   set, or `--worker`): runs the measurements; rank 0 prints CSV rows (`--worker`) or the
 //!   finished table (`weft-run -n 2 weft-bench`).
 
@@ -160,7 +160,7 @@ impl Cli {
 
 /// True when this process was started by a launcher (weft-run, a PMIx server, Open MPI).
 fn inside_job() -> bool {
-    ["WEFT_RUN_SOCK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"].iter().any(|v| std::env::var_os(v).is_some())
+    ["PMIX_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
 fn main() -> ExitCode {

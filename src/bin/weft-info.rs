@@ -41,11 +41,11 @@ fn main() -> ExitCode {
     match weft::Topology::load() {
         Ok(t) => {
             print!("{}", t.summary());
-            let local: u32 = std::env::var("WEFT_LOCAL_RANKS")
+            // Under weft-run, binding follows the rank's slot on the host (as in weft_init).
+            let local: u32 = std::env::var(weft_pmix::launcher::ENV_HOST_SLOT)
                 .ok()
-                .zip(std::env::var("WEFT_RANK").ok())
-                .and_then(|(list, me)| list.split(',').position(|r| r.trim() == me.trim()))
-                .map_or(0, |i| i as u32);
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
             let policy = cfg.value_of("WEFT_BIND").unwrap_or_default();
             match t.binding_target(cfg.bind, local) {
                 Ok(Some(d)) => println!("  WEFT_BIND={policy}: local rank {local} would be bound to {d}"),
@@ -60,9 +60,9 @@ fn main() -> ExitCode {
     let (backend, why) = weft_pmix::select(|v| std::env::var_os(v).is_some());
     println!("Runtime");
     println!("  backends built (tried in this order): {}", weft_pmix::BACKENDS.join(", "));
-    println!("    weft-run   weft's embedded launcher (WEFT_RUN_SOCK)");
     println!(
-        "    pmix       OpenPMIx client: Open MPI mpirun, PRRTE, srun --mpi=pmix (PMIX_RANK, PMIX_NAMESPACE)"
+        "    pmix       OpenPMIx client: weft-run (hosts an OpenPMIx server), Open MPI mpirun, PRRTE, \
+         srun --mpi=pmix (PMIX_RANK, PMIX_NAMESPACE)"
     );
     println!(
         "    pmi2       PMI-2 over PMI_FD: MPICH hydra, srun --mpi=pmi2 (PMI_FD); no termination events"
@@ -73,7 +73,6 @@ fn main() -> ExitCode {
         None => println!("  a job started here would use: {backend} (no launcher variable is set)"),
     }
     let shown: &[&str] = match backend {
-        "weft-run" => &["WEFT_RANK", "WEFT_SIZE", "WEFT_NODE", "WEFT_LOCAL_RANKS", "WEFT_JOBID"],
         "pmix" => &["PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_VERSION"],
         "pmi2" => &["PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID"],
         _ => &[],
