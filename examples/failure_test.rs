@@ -58,6 +58,7 @@ fn main() {
     let killed_ns = u64::from_le_bytes(t);
     let ms = detected_ns.saturating_sub(killed_ns) as f64 / 1e6;
     println!("failure_test: rank {me} detected rank {victim} after {ms:.3} ms");
+    println!("failure_test: rank {me} sources {:?}", w.failures_by_source());
     assert_eq!(c.get_failed().unwrap(), vec![victim]);
     // Survivors keep working: a ring among ranks 0..victim.
     let s = victim;

@@ -59,6 +59,7 @@ fn main() {
     let mut failed = c.get_failed().unwrap();
     failed.sort();
     println!("node_failure: rank {me} knows failed {failed:?}");
+    println!("node_failure: rank {me} sources {:?}", w.failures_by_source());
     // Survivors keep working: each sends its rank to the next survivor.
     let next = survivors[(idx + 1) % survivors.len()];
     let prev = survivors[(idx + survivors.len() - 1) % survivors.len()];

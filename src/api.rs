@@ -97,6 +97,13 @@ impl Weft {
         self.core.messages_by_transport()
     }
 
+    /// How many failed ranks this process learned of first from each source (one count per
+    /// failed rank): each transport by name (in-band), "runtime" (PMIx termination and
+    /// node-down events), "upper" (the FT layer's detector and findings).
+    pub fn failures_by_source(&self) -> Vec<(&'static str, u64)> {
+        self.core.failures_by_source()
+    }
+
     /// A human-readable dump of the engine's queues and pending requests, for diagnosing
     /// a hang (what each rank is waiting for).
     pub fn debug_state(&self) -> String {

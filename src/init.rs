@@ -128,6 +128,11 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             r.poll_terminated(out);
         }
     }));
+    // A termination event (pushed to the runtime's own thread) is seen at the next progress
+    // call, not one slow-path period later.
+    if let Some(flag) = rt.borrow().terminated_flag() {
+        engine.wake_on(flag);
+    }
     Ok(engine)
 }
 

@@ -5,6 +5,27 @@
 mod common;
 use common::*;
 
+/// The per-source failure counts a survivor printed (`PROG: rank R sources [("shm", 1), …]`).
+fn sources(so: &str, prog: &str, r: u32) -> Vec<(String, u64)> {
+    let prefix = format!("{prog}: rank {r} sources [");
+    let line = so
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("rank {r} printed no sources:\n{so}"));
+    line.trim_end_matches(']')
+        .split("), (")
+        .map(|p| {
+            let p = p.trim_matches(|c| c == '(' || c == ')');
+            let (name, n) = p.split_once(", ").unwrap_or_else(|| panic!("bad sources {line}"));
+            (name.trim_matches('"').to_string(), n.parse().unwrap_or_else(|_| panic!("bad count in {line}")))
+        })
+        .collect()
+}
+
+fn count(src: &[(String, u64)], name: &str) -> u64 {
+    src.iter().find(|(n, _)| n == name).map_or(0, |(_, c)| *c)
+}
+
 #[test]
 fn sigkill_is_detected_and_survivors_continue() {
     for n in [2u32, 4] {
@@ -23,6 +44,9 @@ fn sigkill_is_detected_and_survivors_continue() {
                 .unwrap_or_else(|| panic!("rank {r} did not detect:\n{so}\n{se}"));
             let ms: f64 = line.split("after ").nth(1).unwrap().trim_end_matches(" ms").parse().unwrap();
             assert!(ms < 100.0, "rank {r} took {ms} ms to learn of the failure");
+            // Each failure is counted once, for the source that told this rank first.
+            let src = sources(&so, "failure_test", r);
+            assert_eq!(src.iter().map(|(_, c)| c).sum::<u64>(), 1, "rank {r}: {src:?}");
             assert!(so.contains(&format!("failure_test: rank {r} survivors OK")), "stdout:\n{so}\n{se}");
         }
     }
@@ -57,5 +81,11 @@ fn whole_virtual_node_killed() {
             "stdout:\n{so}\nstderr:\n{se}"
         );
         assert!(so.contains(&format!("node_failure: rank {r} survivors OK")), "stdout:\n{so}\nstderr:\n{se}");
+        // No shared memory with node 1 and no sends to it: the survivors learn of the node's
+        // death from the launcher's PMIx NODE_DOWN event (one event naming both ranks), or
+        // (rarely) from a libfabric error first.
+        let src = sources(&so, "node_failure", r);
+        assert_eq!(count(&src, "runtime") + count(&src, "ofi"), 2, "rank {r}: {src:?}");
+        assert!(count(&src, "runtime") >= 1, "rank {r}: no PMIx event counted: {src:?}");
     }
 }

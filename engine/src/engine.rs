@@ -17,6 +17,7 @@
 //! into the user buffer → FIN back to the sender.
 
 use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::comm::{CommState, Comms};
@@ -81,6 +82,45 @@ pub struct Stats {
     pub dropped_from_failed: u64,
     /// Last malformed message seen, if any.
     pub last_malformed: Option<Error>,
+    /// Where this process first learned of each failed rank.
+    pub learned: FailureOrigins,
+}
+
+/// Where the engine first learned of each failed rank: one count per failed rank, for the
+/// source that told it first (later notices of the same rank are not counted).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FailureOrigins {
+    /// In-band, by transport index (as [`Stats::sent_by_transport`]): the shared-memory
+    /// transport's pidfd watch, libfabric's errors, a failed send.
+    pub transport: Vec<u64>,
+    /// Out-of-band failure sources ([`Engine::add_failure_source`]): the runtime's events
+    /// (PMIx `PROC_TERMINATED` / `NODE_DOWN`).
+    pub runtime: u64,
+    /// Told by an upper layer through [`Ext::notify_failed`]: the FT layer's heartbeat
+    /// detector, a peer's finding, an agreement's failed set.
+    pub upper: u64,
+}
+
+/// Where a failure notice came from (see [`FailureOrigins`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Transport(usize),
+    Runtime,
+    Upper,
+}
+
+impl FailureOrigins {
+    pub(crate) fn count(&mut self, o: Origin) {
+        match o {
+            Origin::Transport(t) => {
+                if let Some(c) = self.transport.get_mut(t) {
+                    *c += 1;
+                }
+            }
+            Origin::Runtime => self.runtime += 1,
+            Origin::Upper => self.upper += 1,
+        }
+    }
 }
 
 /// An out-of-band source of failure notices (the runtime's termination events): appends
@@ -144,11 +184,15 @@ pub struct Engine {
     pub(crate) transports: Vec<Box<dyn Transport>>,
     pub(crate) eager: Vec<usize>,
     pub(crate) failure_sources: Vec<FailureSource>,
+    /// Flags that make the next progress call poll the failure sources (see
+    /// [`Engine::wake_on`]).
+    pub(crate) failure_wakes: Vec<&'static AtomicBool>,
     pub(crate) core: Core,
     pub(crate) cfg: EngineConfig,
     pub(crate) idle: u32,
     pub(crate) last_slow: Instant,
     pub(crate) scratch: Vec<u32>,
+    pub(crate) scratch_origins: Vec<Origin>,
     pub(crate) extensions: crate::extend::Extensions,
 }
 
@@ -192,6 +236,7 @@ impl Engine {
             transports: Vec::new(),
             eager: Vec::new(),
             failure_sources: Vec::new(),
+            failure_wakes: Vec::new(),
             core: Core {
                 me,
                 route,
@@ -223,6 +268,7 @@ impl Engine {
             idle: 0,
             last_slow: Instant::now(),
             scratch: Vec::new(),
+            scratch_origins: Vec::new(),
         }
     }
 
@@ -241,6 +287,7 @@ impl Engine {
         self.eager.push(t.eager_limit().min(self.cfg.eager_limit));
         self.transports.push(t);
         self.core.stats.sent_by_transport.push(0);
+        self.core.stats.learned.transport.push(0);
         idx
     }
 
@@ -248,6 +295,14 @@ impl Engine {
     /// slow path.
     pub fn add_failure_source(&mut self, f: FailureSource) {
         self.failure_sources.push(f);
+    }
+
+    /// Make the next progress call run the slow path (poll the failure sources) whenever
+    /// `flag` is set, instead of waiting for the slow-path period: a failure source whose
+    /// notices arrive on another thread (the PMIx client's event handler) sets it. Costs one
+    /// relaxed atomic load per progress call; the source itself clears the flag when polled.
+    pub fn wake_on(&mut self, flag: &'static AtomicBool) {
+        self.failure_wakes.push(flag);
     }
 
     /// Name of the transport that carries traffic to world rank `peer` ("self", "none", ...).

@@ -447,7 +447,7 @@ impl Ext {
     /// Report that world rank `w` failed (an upper layer's detector found it): every operation that can no longer finish completes with
     /// `ProcFailed`.
     pub fn notify_failed(&mut self, w: u32) {
-        self.0.notify_failed(w)
+        self.0.notify_failed_from(w, crate::engine::Origin::Upper)
     }
 
     /// Revoke `c` locally: every pending point-to-point operation on it (user and internal

@@ -8,7 +8,7 @@
 //! only when some failure is known.
 
 use crate::comm::{CommState, ErrScope};
-use crate::engine::Core;
+use crate::engine::{Core, Origin};
 use crate::error::{Error, Result};
 use crate::request::{Phase, Req};
 use crate::{CommId, Engine};
@@ -70,6 +70,15 @@ impl Failures {
 impl Engine {
     /// Record that world rank `w` failed and complete, with `ProcFailed`, every operation that
     /// can no longer finish: sends to it, receives naming it, rendezvous with it.
+    pub(crate) fn notify_failed_from(&mut self, w: u32, origin: Origin) {
+        let known = self.core.failed.list.len();
+        self.notify_failed(w);
+        if self.core.failed.list.len() > known {
+            self.core.stats.learned.count(origin);
+        }
+    }
+
+    /// Record that world rank `w` failed (origin not counted; see `notify_failed_from`).
     pub(crate) fn notify_failed(&mut self, w: u32) {
         if w == self.core.me || self.core.failed.is_failed(w) {
             return;

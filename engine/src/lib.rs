@@ -39,7 +39,7 @@ pub mod transport;
 pub use buffer::copy_bytes;
 pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
-pub use engine::{Engine, EngineConfig, Ext, FailureSource, ProgressMode, Stats};
+pub use engine::{Engine, EngineConfig, Ext, FailureOrigins, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
 pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
 pub use recv::Message;

@@ -4,8 +4,10 @@
 //! requests. A blocking [`Engine::wait`] names the request it waits for, so the message that
 //! completes it ends the poll (see `recv.rs`).
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use crate::engine::Origin;
 use crate::error::{Error, Result};
 use crate::request::{Phase, ReqId};
 use crate::{Engine, ProgressMode, Status, ANY_SOURCE};
@@ -24,7 +26,9 @@ impl Engine {
         // The slow path runs by time, busy or idle: a rank that always has traffic must
         // still poll for failures and keep its heartbeats going.
         self.idle = self.idle.wrapping_add(1);
-        if self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period {
+        if self.failure_wakes.iter().any(|f| f.load(Ordering::Relaxed))
+            || (self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period)
+        {
             self.slow_path();
         }
         n
@@ -75,12 +79,16 @@ impl Engine {
     pub fn slow_path(&mut self) {
         self.last_slow = Instant::now();
         let mut found = std::mem::take(&mut self.scratch);
-        for t in self.transports.iter_mut() {
+        // origins[k] says where found[k] came from.
+        let mut origins = std::mem::take(&mut self.scratch_origins);
+        for (i, t) in self.transports.iter_mut().enumerate() {
             t.poll_failures(&mut found);
+            origins.resize(found.len(), Origin::Transport(i));
         }
         for s in self.failure_sources.iter_mut() {
             s(&mut found);
         }
+        origins.resize(found.len(), Origin::Runtime);
         if !found.is_empty() {
             // Deliver everything a dead peer managed to send before declaring it failed:
             // data already accepted by a transport is never lost.
@@ -100,10 +108,11 @@ impl Engine {
                 self.run_rndv();
             }
         }
-        for w in found.drain(..) {
-            self.notify_failed(w);
+        for (w, origin) in found.drain(..).zip(origins.drain(..)) {
+            self.notify_failed_from(w, origin);
         }
         self.scratch = found;
+        self.scratch_origins = origins;
         if self.extensions.has_slow() {
             self.run_slow_activities();
         }

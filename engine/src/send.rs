@@ -5,7 +5,7 @@
 
 use crate::buffer::UserBuf;
 use crate::comm::ErrScope;
-use crate::engine::{check_tag, user_status, Core, ROUTE_NONE, ROUTE_SELF};
+use crate::engine::{check_tag, user_status, Core, Origin, ROUTE_NONE, ROUTE_SELF};
 use crate::error::{Error, Result};
 use crate::request::{Phase, Req, ReqId};
 use crate::rndv::RTS_BODY;
@@ -283,7 +283,7 @@ impl Engine {
             }
             Ok(false) => false,
             Err(_) => {
-                self.notify_failed(w);
+                self.notify_failed_from(w, Origin::Transport(t));
                 true
             }
         }
@@ -323,7 +323,7 @@ impl Engine {
                     }
                     Ok(false) => break,
                     Err(_) => {
-                        self.notify_failed(w as u32);
+                        self.notify_failed_from(w as u32, Origin::Transport(t));
                         break;
                     }
                 }

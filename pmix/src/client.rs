@@ -627,6 +627,10 @@ impl Runtime for PmixRuntime {
         }
     }
 
+    fn terminated_flag(&self) -> Option<&'static AtomicBool> {
+        Some(&PENDING)
+    }
+
     fn poll_terminated(&mut self, out: &mut Vec<u32>) {
         if !PENDING.load(Ordering::Acquire) {
             return;

@@ -54,6 +54,13 @@ pub trait Runtime {
     /// Append to `out` the ranks whose termination was reported since the last call.
     /// Must not block; called periodically by the progress engine. Each rank is reported once.
     fn poll_terminated(&mut self, out: &mut Vec<u32>);
+    /// A flag that another thread sets when [`Runtime::poll_terminated`] has something to
+    /// report (the PMIx client's event handler), if the backend has one: the progress engine
+    /// then polls at its next progress call instead of waiting for its slow-path period.
+    /// `poll_terminated` clears it.
+    fn terminated_flag(&self) -> Option<&'static std::sync::atomic::AtomicBool> {
+        None
+    }
     /// End the whole job with `code`, printing `msg`. Does not return.
     fn abort(&mut self, code: i32, msg: &str) -> !;
     /// Leave the job cleanly. After this no other method may be called.

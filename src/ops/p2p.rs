@@ -255,6 +255,19 @@ impl OpsCore {
         e.transport_names().into_iter().zip(e.stats().sent_by_transport.iter().copied()).collect()
     }
 
+    /// How many failed ranks this process learned of first from each source: every transport
+    /// by name (in-band: "shm" is its pidfd watch, "ofi" libfabric's errors), "runtime" (the
+    /// launcher's PMIx events) and "upper" (the FT layer: heartbeat detector, peers' findings).
+    pub fn failures_by_source(&self) -> Vec<(&'static str, u64)> {
+        let e = self.engine.borrow();
+        let l = &e.stats().learned;
+        let mut v: Vec<(&'static str, u64)> =
+            e.transport_names().into_iter().zip(l.transport.iter().copied()).collect();
+        v.push(("runtime", l.runtime));
+        v.push(("upper", l.upper));
+        v
+    }
+
     /// The engine's queues and pending requests, for diagnosing a hang.
     pub fn debug_state(&self) -> String {
         self.engine.borrow_mut().debug_state()
