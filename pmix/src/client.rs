@@ -56,7 +56,7 @@ pub(crate) mod value;
 
 use std::collections::HashSet;
 use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::{Runtime, RuntimeError};
@@ -103,6 +103,24 @@ static INSTANCE: AtomicBool = AtomicBool::new(false);
 static EVER_INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// Set (under the [`EVENTS`] lock) when the queue is non-empty: the fast-path check.
 static PENDING: AtomicBool = AtomicBool::new(false);
+/// [`EVENT_SEEN_NS_KEY`] of the latest termination event that carried it (0: none yet).
+static LAUNCHER_SEEN_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Info key of weft-run's termination and node-down events: `CLOCK_MONOTONIC` time (ns,
+/// `PMIX_UINT64`) at which the launcher saw the death (its pidfd turned readable, or its
+/// SIGKILL was reaped). Other PMIx servers do not send it.
+pub const EVENT_SEEN_NS_KEY: &[u8] = b"weft.launcher.seen_ns\0";
+
+/// `CLOCK_MONOTONIC` time (ns) at which weft-run saw the death named by the latest
+/// termination event this process received, if an event carried it: with the time the
+/// failure reached the engine, the launcher-to-survivor latency (`weft-bench ft`'s
+/// `detect-launcher` row). Same host, same clock.
+pub fn launcher_seen_ns() -> Option<u64> {
+    match LAUNCHER_SEEN_NS.load(Ordering::Acquire) {
+        0 => None,
+        t => Some(t),
+    }
+}
 /// What the event handler needs to know and where it puts the ranks it finds.
 static EVENTS: Mutex<EventState> =
     Mutex::new(EventState { nspace: None, rank: 0, size: 0, queue: Vec::new() });
@@ -489,6 +507,10 @@ fn queue_terminated(
     let Some(ns) = ev.nspace else { return };
     let mut ranks = Vec::new();
     for i in infos {
+        if value::key_is(i, EVENT_SEEN_NS_KEY) && u32::from(i.value.type_) == sys::PMIX_UINT64 {
+            // SAFETY: a PMIX_UINT64 value's active member is uint64.
+            LAUNCHER_SEEN_NS.store(unsafe { i.value.data.uint64 }, Ordering::Release);
+        }
         if value::key_is(i, sys::PMIX_EVENT_AFFECTED_PROC) || value::key_is(i, sys::PMIX_EVENT_AFFECTED_PROCS)
         {
             // SAFETY: the info comes from libpmix and is valid during the handler call.

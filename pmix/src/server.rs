@@ -189,6 +189,10 @@ impl Infos {
         self.push(key, sys::PMIX_UINT32, |v| v.data.uint32 = n);
     }
 
+    fn u64(&mut self, key: &[u8], n: u64) {
+        self.push(key, sys::PMIX_UINT64, |v| v.data.uint64 = n);
+    }
+
     fn u16(&mut self, key: &[u8], n: u16) {
         self.push(key, sys::PMIX_UINT16, |v| v.data.uint16 = n);
     }
@@ -550,18 +554,22 @@ impl PmixServer {
     }
 
     /// Tell every client that `rank` terminated (`PMIX_EVENT_PROC_TERMINATED`,
-    /// `PMIX_EVENT_AFFECTED_PROC` = the rank).
-    pub fn notify_terminated(&self, rank: u32) -> Result<(), RuntimeError> {
+    /// `PMIX_EVENT_AFFECTED_PROC` = the rank). `seen_ns`: when the launcher saw the death
+    /// (`CLOCK_MONOTONIC`), sent as [`crate::client::EVENT_SEEN_NS_KEY`].
+    pub fn notify_terminated(&self, rank: u32, seen_ns: u64) -> Result<(), RuntimeError> {
         let mut info = Infos::default();
         info.proc_(sys::PMIX_EVENT_AFFECTED_PROC, value::make_proc(&self.nspace, rank));
+        info.u64(crate::client::EVENT_SEEN_NS_KEY, seen_ns);
         self.notify(sys::PMIX_EVENT_PROC_TERMINATED, info)
     }
 
     /// Tell every client that virtual node `node` went down with `ranks`
     /// (`PMIX_EVENT_NODE_DOWN`, `PMIX_EVENT_AFFECTED_PROCS` = all of them, `PMIX_NODEID`,
-    /// `PMIX_HOSTNAME`), so survivors mark them failed at once.
-    pub fn notify_node_down(&self, node: u32, ranks: &[u32]) -> Result<(), RuntimeError> {
+    /// `PMIX_HOSTNAME`), so survivors mark them failed at once. `seen_ns` as for
+    /// [`PmixServer::notify_terminated`].
+    pub fn notify_node_down(&self, node: u32, ranks: &[u32], seen_ns: u64) -> Result<(), RuntimeError> {
         let mut info = Infos::default();
+        info.u64(crate::client::EVENT_SEEN_NS_KEY, seen_ns);
         info.procs(
             sys::PMIX_EVENT_AFFECTED_PROCS,
             ranks.iter().map(|&r| value::make_proc(&self.nspace, r)).collect(),

@@ -32,6 +32,11 @@ const METRICS: &[Metric] = &[
     ),
     ("detect_shm_us", "  (a) in-band shm pidfd only (launcher stopped)", Some((1000.0, "<= 1000 us"))),
     ("detect_launcher_us", "  (b) out-of-band launcher event (victim on node 1)", None),
+    (
+        "detect_launcher_sigchld_us",
+        "      (b) from the launcher's SIGCHLD (no victim exit)",
+        Some((1000.0, "<= 1000 us")),
+    ),
     ("detect_fabric_us", "  (c) libfabric in-band, node 1 (launcher stopped)", None),
     ("detect_hb_us", "  (d) heartbeat, SIGSTOP (period/timeout see notes)", None),
     ("detect_default_first_us", "kill -> first survivor knows (same node)", None),

@@ -339,8 +339,13 @@ impl Drop for LauncherStopped {
     }
 }
 
-/// The victim: stamp, send [stamp, pid] to every survivor on `st`, then die (or freeze).
+/// The victim: send a warm-up message to every survivor on `st` (a first message may set up
+/// a connection: on oversubscribed cores that took tens of ms, which the stamp must not
+/// include), then stamp, send [stamp, pid] to every survivor, then die (or freeze).
 fn victim(st: &Comm, me: u32, freeze: bool) -> ! {
+    for r in 0..me {
+        let _ = st.send(&[0u8; 16], r, 97);
+    }
     let t = mono_ns();
     let mut m = [0u8; 16];
     m[..8].copy_from_slice(&t.to_le_bytes());
@@ -358,6 +363,7 @@ fn victim(st: &Comm, me: u32, freeze: bool) -> ! {
 
 fn stamp_of(st: &Comm, victim: u32) -> WeftResult<(u64, u64)> {
     let mut m = [0u8; 16];
+    st.recv(&mut m, victim as i32, 97)?;
     st.recv(&mut m, victim as i32, 99)?;
     Ok((u64::from_le_bytes(m[..8].try_into().expect("8")), u64::from_le_bytes(m[8..].try_into().expect("8"))))
 }
@@ -433,12 +439,20 @@ fn detect(x: &Ctx, src: &str) -> WeftResult<()> {
     let t_det = mono_ns();
     let (t_kill, pid) = stamp_of(&st, v)?;
     let det = if ok { t_det - t_kill } else { u64::MAX };
+    // From the launcher's SIGCHLD (weft-run's observation time, carried in its PMIx event):
+    // the victim's own exit (kill -> zombie) is not in it.
+    let from_launcher = match weft_pmix::client::launcher_seen_ns() {
+        Some(seen) if ok && src == "launcher" && seen >= t_kill => t_det.saturating_sub(seen),
+        _ => u64::MAX,
+    };
     if x.me == 0 {
         let mut all = vec![det];
+        let mut all_l = vec![from_launcher];
         for r in 1..v {
-            let mut b = [0u8; 8];
+            let mut b = [0u8; 16];
             st.recv(&mut b, r as i32, 98)?;
-            all.push(u64::from_le_bytes(b));
+            all.push(u64::from_le_bytes(b[..8].try_into().expect("8 bytes")));
+            all_l.push(u64::from_le_bytes(b[8..].try_into().expect("8 bytes")));
         }
         let expired = guard.expired();
         drop(guard);
@@ -459,9 +473,16 @@ fn detect(x: &Ctx, src: &str) -> WeftResult<()> {
             let mn = *all.iter().min().expect("non-empty");
             emit(&format!("detect_{src}_us"), x.n, "weft", mx as f64 / 1e3, "us");
             emit(&format!("detect_{src}_first_us"), x.n, "weft", mn as f64 / 1e3, "us");
+            if src == "launcher" && !all_l.contains(&u64::MAX) {
+                let mx = *all_l.iter().max().expect("non-empty");
+                emit("detect_launcher_sigchld_us", x.n, "weft", mx as f64 / 1e3, "us");
+            }
         }
     } else {
-        st.send(&det.to_le_bytes(), 0, 98)?;
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&det.to_le_bytes());
+        b[8..].copy_from_slice(&from_launcher.to_le_bytes());
+        st.send(&b, 0, 98)?;
     }
     drop(st);
     Ok(())

@@ -461,6 +461,7 @@ impl Server {
     /// `PMIX_EVENT_NODE_DOWN` naming all of them when a whole `node` was killed, else one
     /// `PMIX_EVENT_PROC_TERMINATED` per failed rank.
     fn check_deaths(&mut self, idx: &[usize], node: Option<u32>) {
+        let seen_ns = mono_ns();
         // A rank's last words (finalize, abort) reached the PMIx server before it died.
         self.take_pmix_events();
         let failed: Vec<u32> = idx.iter().filter(|&&i| self.judge(i)).map(|&i| i as u32).collect();
@@ -468,8 +469,8 @@ impl Server {
             return;
         }
         let res = match node {
-            Some(n) => self.pmix.notify_node_down(n, &failed),
-            None => failed.iter().try_for_each(|&r| self.pmix.notify_terminated(r)),
+            Some(n) => self.pmix.notify_node_down(n, &failed, seen_ns),
+            None => failed.iter().try_for_each(|&r| self.pmix.notify_terminated(r, seen_ns)),
         };
         if let Err(e) = res {
             note!("weft-run: could not notify the survivors of {failed:?}: {e}");
@@ -505,6 +506,14 @@ impl Server {
         }
         true
     }
+}
+
+/// `CLOCK_MONOTONIC` now, in ns (the clock the ranks' latency measurements use).
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl Drop for Server {
