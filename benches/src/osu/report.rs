@@ -27,7 +27,9 @@ fn is_bandwidth(bench: &str) -> bool {
 
 impl Table {
     pub fn new(rows: &[Row]) -> Table {
-        let mut by: BTreeMap<(String, u64), (Vec<f64>, Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        // Per (benchmark, size): the MPICH, weft and native values of every round.
+        type Samples = (Vec<f64>, Vec<f64>, Vec<f64>);
+        let mut by: BTreeMap<(String, u64), Samples> = BTreeMap::new();
         for r in rows {
             let e = by.entry((r.bench.clone(), r.size)).or_default();
             match r.lib {
