@@ -89,6 +89,12 @@ pub struct Config {
     pub ft_hb_timeout_ms: Option<u64>,
     /// `WEFT_FT_AGREE`.
     pub ft_agree: weft_ft::AgreePath,
+    /// `WEFT_RT_TIMEOUT`, seconds (read by weft-pmix from the environment; kept here so that
+    /// `weft-info` shows the value in force).
+    pub rt_timeout_s: u64,
+    /// `WEFT_MPI_INITIAL_ERRHANDLER`: `fatal` or `return` (read by weft-mpi, which needs it
+    /// before any instance exists).
+    pub mpi_initial_errhandler: &'static str,
 }
 
 /// Process binding policy (`WEFT_BIND`).
@@ -189,11 +195,13 @@ impl Config {
                 }
                 // Read by weft-pmix (`weft_pmix::server_timeout`); validated here.
                 "WEFT_RT_TIMEOUT" => {
-                    parse_num(&k, &v, 1u64)?;
+                    c.rt_timeout_s = parse_num(&k, &v, 1u64)?;
                 }
                 "WEFT_MPI_INITIAL_ERRHANDLER" => {
-                    if !matches!(v.trim(), "fatal" | "return") {
-                        return Err(bad(&k, &v, "expected fatal | return"));
+                    c.mpi_initial_errhandler = match v.trim() {
+                        "fatal" => "fatal",
+                        "return" => "return",
+                        _ => return Err(bad(&k, &v, "expected fatal | return")),
                     }
                 }
                 k if k.starts_with("WEFT_COLL_") => match c.coll.set_env(k, &v) {
@@ -241,6 +249,8 @@ impl Config {
                 weft_ft::AgreePath::Fast => "fast".into(),
                 weft_ft::AgreePath::Tree => "tree".into(),
             },
+            "WEFT_RT_TIMEOUT" => self.rt_timeout_s.to_string(),
+            "WEFT_MPI_INITIAL_ERRHANDLER" => self.mpi_initial_errhandler.into(),
             k if k.starts_with("WEFT_COLL_") => return self.coll.env_value(k),
             _ => return None,
         })
@@ -264,6 +274,8 @@ impl Default for Config {
             ft_hb_period_ms: None,
             ft_hb_timeout_ms: None,
             ft_agree: weft_ft::AgreePath::Fast,
+            rt_timeout_s: 30,
+            mpi_initial_errhandler: "fatal",
         }
     }
 }

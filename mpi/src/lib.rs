@@ -22,6 +22,7 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
+mod abi_query;
 mod address;
 pub mod attr;
 mod bsend;
@@ -52,9 +53,9 @@ mod unsupported;
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
 pub use crate::{
-    address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, datatype::*, errhandler::*, group::*,
-    info::*, init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*, profiling::*,
-    request::*, status::*, topo::*, ulfm::*,
+    abi_query::*, address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, datatype::*, errhandler::*,
+    group::*, info::*, init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*,
+    profiling::*, request::*, status::*, topo::*, ulfm::*,
 };
 
 /// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value

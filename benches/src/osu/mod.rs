@@ -60,6 +60,10 @@ pub struct OsuCli {
     /// Print CSV (`benchmark,size,impl,value,unit`) instead of a table.
     #[arg(long)]
     pub csv: bool,
+    /// Also run weft-bench's own benchmark of each operation (latency, bw, bibw, allreduce,
+    /// barrier, bcast: weft without the MPI layer) in every round, and print MPI/native.
+    #[arg(long)]
+    pub native: bool,
 }
 
 /// Entry point of `weft-bench osu …` (`args` without the program name and `osu`).
@@ -76,7 +80,13 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let mut failed = false;
     for round in 0..cli.rounds {
         for bench in &cli.bench {
-            for lib in [run::Lib::Mpich, run::Lib::Weft] {
+            let native = cli.native && run::native_name(bench).is_some();
+            let libs: &[run::Lib] = if native {
+                &[run::Lib::Mpich, run::Lib::Weft, run::Lib::Native]
+            } else {
+                &[run::Lib::Mpich, run::Lib::Weft]
+            };
+            for &lib in libs {
                 match run::one(&cli, &setup, bench, lib) {
                     Ok(r) => rows.extend(r),
                     Err(e) => {

@@ -14,9 +14,10 @@ pub struct Row {
     pub value: f64,
 }
 
-/// Results reduced over rounds: (benchmark, size) -> (MPICH median, weft median).
+/// Results reduced over rounds: (benchmark, size) -> (MPICH, weft, weft-bench native) medians
+/// (NaN where not run).
 pub struct Table {
-    cells: BTreeMap<(String, u64), (f64, f64)>,
+    cells: BTreeMap<(String, u64), (f64, f64, f64)>,
 }
 
 /// Bandwidth benchmarks report MB/s (higher is better); the others µs.
@@ -26,20 +27,30 @@ fn is_bandwidth(bench: &str) -> bool {
 
 impl Table {
     pub fn new(rows: &[Row]) -> Table {
-        let mut by: BTreeMap<(String, u64), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        // Per (benchmark, size): the MPICH, weft and native values of every round.
+        type Samples = (Vec<f64>, Vec<f64>, Vec<f64>);
+        let mut by: BTreeMap<(String, u64), Samples> = BTreeMap::new();
         for r in rows {
             let e = by.entry((r.bench.clone(), r.size)).or_default();
-            if r.lib == "weft" { &mut e.1 } else { &mut e.0 }.push(r.value);
+            match r.lib {
+                "weft" => &mut e.1,
+                "native" => &mut e.2,
+                _ => &mut e.0,
+            }
+            .push(r.value);
         }
-        let cells = by.into_iter().map(|(k, (m, w))| (k, (median(m), median(w)))).collect();
+        let cells = by.into_iter().map(|(k, (m, w, n))| (k, (median(m), median(w), median(n)))).collect();
         Table { cells }
     }
 
     pub fn csv(&self) -> String {
         let mut s = String::from("benchmark,size,impl,value,unit\n");
-        for ((b, size), (m, w)) in &self.cells {
+        for ((b, size), (m, w, n)) in &self.cells {
             let unit = if is_bandwidth(b) { "MB/s" } else { "us" };
             s += &format!("osu_{b},{size},mpich,{m:.3},{unit}\nosu_{b},{size},weft,{w:.3},{unit}\n");
+            if !n.is_nan() {
+                s += &format!("osu_{b},{size},native,{n:.3},{unit}\n");
+            }
         }
         s
     }
@@ -47,15 +58,21 @@ impl Table {
     pub fn text(&self, ranks: u32, rounds: u32) -> String {
         let mut s = format!(
             "# Same OSU 7.2 binaries (mpicc_abi) on MPICH 5.0.2 and on weft, {ranks} ranks, median of {rounds} interleaved rounds\n\
-             # ratio = weft/MPICH (latency: < 1 is faster; bandwidth: > 1 is faster)\n\
-             {:<18} {:>9} {:>12} {:>12} {:>7}\n",
-            "benchmark", "size", "mpich", "weft", "ratio"
+             # ratio = weft/MPICH (latency: < 1 is faster; bandwidth: > 1 is faster); native = weft-bench's own\n\
+             # benchmark of the operation (no MPI layer, its own timing loop); mpi/native = the MPI layer's cost\n\
+             {:<18} {:>9} {:>12} {:>12} {:>7} {:>12} {:>10}\n",
+            "benchmark", "size", "mpich", "weft", "ratio", "native", "mpi/native"
         );
-        for ((b, size), (m, w)) in &self.cells {
+        for ((b, size), (m, w, n)) in &self.cells {
             let unit = if is_bandwidth(b) { "MB/s" } else { "us" };
             let size = if *size == 0 { "-".to_string() } else { size.to_string() };
+            let native = if n.is_nan() {
+                format!("{:>12} {:>10}", "-", "-")
+            } else {
+                format!("{n:>9.3} {unit:<2} {:>10.2}", w / n)
+            };
             s += &format!(
-                "{:<18} {size:>9} {m:>9.2} {unit:<2} {w:>9.2} {unit:<2} {:>7.2}\n",
+                "{:<18} {size:>9} {m:>9.3} {unit:<2} {w:>9.3} {unit:<2} {:>7.2} {native}\n",
                 format!("osu_{b}"),
                 w / m
             );

@@ -18,6 +18,8 @@ pub enum Lib {
     Mpich,
     /// weft's `libmpi_abi.so.1`, under `weft-run`.
     Weft,
+    /// weft without the MPI layer: `weft-bench`'s own benchmark of the same operation (Rust API).
+    Native,
 }
 
 impl Lib {
@@ -25,6 +27,7 @@ impl Lib {
         match self {
             Lib::Mpich => "mpich",
             Lib::Weft => "weft",
+            Lib::Native => "native",
         }
     }
 }
@@ -45,8 +48,54 @@ fn program(setup: &Setup, bench: &str) -> Result<PathBuf, String> {
     .ok_or_else(|| format!("no OSU program {name} in {}", setup.bins.display()))
 }
 
+/// `weft-bench`'s own benchmark for OSU's `bench`, if it has one.
+pub fn native_name(bench: &str) -> Option<&'static str> {
+    Some(match bench {
+        "latency" => "latency",
+        "bw" => "bw",
+        "bibw" => "bibw",
+        "allreduce" => "allreduce",
+        "barrier" => "barrier",
+        "bcast" => "bcast",
+        _ => return None,
+    })
+}
+
+/// Run `weft-bench`'s own benchmark of the operation (same sizes, same job size); its rows.
+fn native(cli: &OsuCli, bench: &str) -> Result<Vec<Row>, String> {
+    let name = native_name(bench).ok_or_else(|| format!("weft-bench has no native {bench}"))?;
+    let (min, max) = cli.sizes.split_once(':').unwrap_or(("1", cli.sizes.as_str()));
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--csv", "--bench", name, "--min", min, "--max", max, "--ranks", &cli.ranks.to_string()]);
+    let done = Supervisor::new(Duration::from_secs(cli.timeout)).run(cmd).map_err(|e| e.to_string())?;
+    match done.end {
+        End::Exited(s) if s.success() => {}
+        End::Exited(s) => return Err(format!("{s}; stderr: {}", tail(&done.stderr))),
+        End::TimedOut(_) => return Err(format!("no result within {} s", cli.timeout)),
+    }
+    Ok(done
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.len() == 5 && f[0] == name).then(|| {
+                Some(Row {
+                    bench: bench.to_string(),
+                    size: f[1].parse().ok()?,
+                    lib: "native",
+                    value: f[3].parse().ok()?,
+                })
+            })?
+        })
+        .collect())
+}
+
 /// Run `osu_<bench>` once on `lib`; its result rows.
 pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row>, String> {
+    if lib == Lib::Native {
+        return native(cli, bench);
+    }
     let prog = program(setup, bench)?;
     let n = cli.ranks.to_string();
     let mut cmd = match lib {
@@ -64,6 +113,7 @@ pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row
             c.args(["-n", &n]).env("LD_LIBRARY_PATH", path);
             c
         }
+        Lib::Native => unreachable!("handled above"),
     };
     cmd.arg(&prog);
     if bench != "barrier" && bench != "ibarrier" {

@@ -44,6 +44,17 @@ int main(int argc, char **argv) {
     CHECK(MPI_Aint_diff((MPI_Aint)(intptr_t)&buf[9], base) == 9, "MPI_Aint_diff");
     CHECK(MPI_Pcontrol(1) == MPI_SUCCESS, "MPI_Pcontrol");
 
+    int abi_major = -1, abi_minor = -1, abi_flag = 0;
+    CHECK(MPI_Abi_get_version(&abi_major, &abi_minor) == MPI_SUCCESS, "MPI_Abi_get_version");
+    CHECK(abi_major == MPI_ABI_VERSION && abi_minor == MPI_ABI_SUBVERSION, "ABI version 1.0");
+    MPI_Info abi_info;
+    char abi_val[MPI_MAX_INFO_VAL];
+    int abi_len = MPI_MAX_INFO_VAL;
+    CHECK(MPI_Abi_get_info(&abi_info) == MPI_SUCCESS, "MPI_Abi_get_info");
+    MPI_Info_get_string(abi_info, "mpi_aint_size", &abi_len, abi_val, &abi_flag);
+    CHECK(abi_flag && abi_val[0] == '0' + (int)sizeof(MPI_Aint), "mpi_aint_size");
+    MPI_Info_free(&abi_info);
+
     /* An unsupported function reports on MPI_COMM_SELF's handler (no object). */
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     MPI_Win win = MPI_WIN_NULL;
