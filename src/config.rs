@@ -318,6 +318,6 @@ mod tests {
         assert!(Config::from_vars(vars(&[("WEFT_SHM_BUDGET", "12")])).is_err());
         let e = Config::from_vars(vars(&[("WEFT_EAGR_LIMIT", "5")])).unwrap_err();
         assert!(matches!(e, Error::Config { .. }), "{e}");
-        assert!(Config::from_vars(vars(&[("WEFT_RANK", "3")])).is_ok());
+        assert!(Config::from_vars(vars(&[("WEFT_HOST_SLOT", "3")])).is_ok());
     }
 }
