@@ -270,6 +270,8 @@ pub struct PmixServer {
     /// The node ids and host names, for node-down events.
     node_of: Vec<u32>,
     hostnames: Vec<String>,
+    /// Call `PMIx_server_finalize` on drop (see [`PmixServer::skip_finalize`]).
+    finalize: bool,
 }
 
 impl PmixServer {
@@ -309,6 +311,7 @@ impl PmixServer {
             wake: wake_rx,
             node_of: spec.node_of.to_vec(),
             hostnames: spec.hostnames.to_vec(),
+            finalize: true,
         };
         if std::env::var_os("PMIX_MCA_gds").is_none() {
             // Before PMIx_server_init, which reads its MCA parameters from the environment.
@@ -449,6 +452,16 @@ impl PmixServer {
             // SAFETY: `p` is a valid proc kept alive until the callback; no server object.
             unsafe { sys::PMIx_server_register_client(p, uid, gid, std::ptr::null_mut(), cb, cbdata) }
         })
+    }
+
+    /// Do not call `PMIx_server_finalize` on drop: for a process that exits right after
+    /// (weft-run after a job that ended in `PMIx_Abort`). libpmix 4.2 crashed inside
+    /// `PMIx_server_finalize` in a few percent of such runs under load, after its progress
+    /// thread had stopped; nothing is lost by not finalizing at exit (the job store is the
+    /// `hash` component, no shared memory; the rendezvous files are in the launcher's run
+    /// directory, which it removes; the sockets close with the process).
+    pub fn skip_finalize(&mut self) {
+        self.finalize = false;
     }
 
     /// Number of ranks of the job.
@@ -606,8 +619,10 @@ impl PmixServer {
 
 impl Drop for PmixServer {
     fn drop(&mut self) {
-        // SAFETY: the server library was initialised by `start` and is finalized once here.
-        unsafe { sys::PMIx_server_finalize() };
+        if self.finalize {
+            // SAFETY: the server library was initialised by `start` and is finalized once here.
+            unsafe { sys::PMIx_server_finalize() };
+        }
         *lock_host() = None;
         SERVER_LIVE.store(false, Ordering::Release);
     }

@@ -344,10 +344,13 @@ fn run(cli: Cli) -> u8 {
             );
             1
         }
-        Some(Teardown::Abort(code)) => match (code & 0xff) as u8 {
-            0 => 1,
-            c => c,
-        },
+        Some(Teardown::Abort(code)) => {
+            server.skip_pmix_finalize();
+            match (code & 0xff) as u8 {
+                0 => 1,
+                c => c,
+            }
+        }
     };
     drop(server);
     drop(run_dir);

@@ -264,6 +264,11 @@ impl Server {
         }
     }
 
+    /// See `PmixServer::skip_finalize` (weft-run exits right after the server is dropped).
+    pub fn skip_pmix_finalize(&mut self) {
+        self.pmix.skip_finalize();
+    }
+
     /// Kill and reap every rank. Control connections are dropped.
     fn teardown(&mut self) {
         let mut procs: Vec<&mut Proc> = self.ranks.iter_mut().map(|r| &mut r.proc_).collect();
