@@ -163,6 +163,20 @@ fn inside_job() -> bool {
     ["PMIX_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK"].iter().any(|v| std::env::var_os(v).is_some())
 }
 
+/// `weft-bench ulfm [ARGS]`: runs `scripts/ulfm-bench` (it builds the suite's C benchmarks with
+/// both compilers and launchers, which is shell work) with `ARGS`, and returns its status.
+fn ulfm_bench(args: Vec<String>) -> ExitCode {
+    const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/ulfm-bench");
+    match std::process::Command::new("bash").arg(SCRIPT).args(args).status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => ExitCode::from(s.code().unwrap_or(1).clamp(1, 255) as u8),
+        Err(e) => {
+            eprintln!("weft-bench ulfm: cannot run {SCRIPT}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // `weft-bench ft …`: the fault-tolerance benchmarks (driver and workers in `ft/`).
     if std::env::args().nth(1).as_deref() == Some("ft") {
@@ -171,6 +185,10 @@ fn main() -> ExitCode {
     // `weft-bench osu …`: the same OSU binaries on MPICH's and weft's standard-ABI libraries.
     if std::env::args().nth(1).as_deref() == Some("osu") {
         return osu::main(std::env::args().skip(2).collect());
+    }
+    // `weft-bench ulfm …`: ICL's ULFM benchmarks on weft and on Open MPI 5 + ULFM, one table.
+    if std::env::args().nth(1).as_deref() == Some("ulfm") {
+        return ulfm_bench(std::env::args().skip(2).collect());
     }
     // `--bench allreduce,barrier,bcast`: the collective benchmarks (driver and worker in `coll.rs`).
     if coll::selected(std::env::args()) {

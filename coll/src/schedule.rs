@@ -652,6 +652,10 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
 
     fn fail_and_drain(&mut self, e: &mut Ext, x: Error) -> Result<()> {
         self.fail(e, x);
+        // One progress round even when nothing is in flight: a run that fails at once (a
+        // member known dead) would otherwise never read the incoming messages, and a caller
+        // retrying the collective in a loop would never see the revocation it waits for.
+        e.progress();
         let mut spins = 0u32;
         loop {
             if let Some(r) = self.drain(e) {

@@ -36,7 +36,23 @@ impl Engine {
         // SAFETY: `buf` is borrowed mutably for the whole call and the request is waited for
         // (or found complete) before returning.
         let id = unsafe { self.irecv_ctx(c, 0, buf.as_mut_ptr(), buf.len(), src, tag, true)?.pending() };
-        self.wait(id)
+        loop {
+            match self.wait(id) {
+                // A blocking receive cannot stay pending (its buffer is released on return):
+                // a wildcard receive stopped by an unacknowledged failure is withdrawn and
+                // fails with `ProcFailed` (ULFM: blocking operations raise
+                // MPI_ERR_PROC_FAILED; only requests report MPI_ERR_PROC_FAILED_PENDING).
+                Err(Error::ProcFailedPending) => {
+                    if self.cancel(id)? {
+                        let acked = self.get_acked(c)?;
+                        let ranks = self.get_failed(c)?.into_iter().filter(|r| !acked.contains(r)).collect();
+                        return Err(Error::ProcFailed { ranks });
+                    }
+                    // Matched meanwhile: wait for its data.
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Post a receive; the request completes when data is in `buf`.

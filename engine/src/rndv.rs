@@ -10,7 +10,7 @@ use crate::engine::{user_status, Core, ROUTE_SELF};
 use crate::error::Error;
 use crate::request::{Phase, Req, ReqId};
 use crate::send::{Body, Outgoing};
-use crate::transport::{class, GetStatus, Header, RKey};
+use crate::transport::{class, GetStatus, Header, RKey, TransportError};
 use crate::{Engine, Status};
 
 /// RTS payload: sender request id (8 bytes) + remote key.
@@ -45,6 +45,12 @@ impl Engine {
                 continue;
             };
             let buf = req.buf;
+            let comm = req.comm;
+            // A revoked communicator's sender may have given its send up (below): no read.
+            if self.core.comms.get(comm).is_ok_and(|c| c.revoked) {
+                self.core.finish(todo.req, Err(Error::Revoked));
+                continue;
+            }
             let n = todo.len.min(buf.len());
             let t = self.core.route[todo.peer_world as usize];
             if t == ROUTE_SELF {
@@ -79,7 +85,7 @@ impl Engine {
                     });
                 }
                 Err(e) => {
-                    let err = self.core.tx_err(e, todo.status.source);
+                    let err = self.core.read_err(e, todo.status.source);
                     self.core.finish(todo.req, Err(err));
                 }
             }
@@ -130,7 +136,7 @@ impl Engine {
                         self.send_fin(t, g.peer_world, g.ctx, g.sreq);
                     }
                     Err(e) => {
-                        let err = self.core.tx_err(e, status.source);
+                        let err = self.core.read_err(e, status.source);
                         self.core.finish(g.req, Err(err));
                     }
                 }
@@ -151,6 +157,19 @@ impl Engine {
 }
 
 impl Core {
+    /// The error of a failed rendezvous read from world rank `w`'s exposure. Besides the
+    /// sender's death, a read call fails only when the sender's buffer is gone, and a sender gives a
+    /// rendezvous send up before the FIN only when its communicator is revoked
+    /// (`fail_comm_requests`); the revocation reaches this process after the read, so the
+    /// receive reports `Revoked` (a revoke racing a read may also let the read see data the
+    /// sender's application already reused; the communicator is revoked either way).
+    pub(crate) fn read_err(&self, e: TransportError, w: u32) -> Error {
+        match e {
+            TransportError::Call { .. } => Error::Revoked,
+            e => self.tx_err(e, w),
+        }
+    }
+
     pub(crate) fn on_fin(&mut self, peer: u32, h: &Header) {
         let id = ReqId::from_raw(h.len);
         match self.reqs.get_mut(id) {

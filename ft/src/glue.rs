@@ -224,7 +224,15 @@ impl Ft {
             e.set_handler(
                 cls,
                 Box::new(move |e: &mut Ext, peer: u32, h: &Header, p: &[u8]| {
-                    st.borrow_mut().on_message(e, peer, h.class, p)
+                    let mut g = st.borrow_mut();
+                    g.on_message(e, peer, h.class, p);
+                    // Parked messages are retried by the slow-path driver, which a process
+                    // that never called an FT operation (and has no detector) lacks: without
+                    // it a revoke that arrived before its communicator was created here
+                    // would never be delivered.
+                    if !g.parked.is_empty() {
+                        g.ensure_active(e, &st);
+                    }
                 }),
             )?;
         }

@@ -25,6 +25,18 @@ extern "C" {
 #define MPIX_ERR_PROC_FAILED_PENDING 102
 #define MPIX_ERR_REVOKED 103
 
+/* The same classes without the X, as Open MPI 5's mpi.h names them (ULFM's proposed standard
+ * names; ICL's ULFM tests use them). */
+#ifndef MPI_ERR_PROC_FAILED
+#define MPI_ERR_PROC_FAILED MPIX_ERR_PROC_FAILED
+#endif
+#ifndef MPI_ERR_PROC_FAILED_PENDING
+#define MPI_ERR_PROC_FAILED_PENDING MPIX_ERR_PROC_FAILED_PENDING
+#endif
+#ifndef MPI_ERR_REVOKED
+#define MPI_ERR_REVOKED MPIX_ERR_REVOKED
+#endif
+
 /* Attribute key of MPI_COMM_WORLD: fault tolerance supported. */
 #define MPIX_FT 0x1001
 

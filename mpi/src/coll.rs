@@ -73,7 +73,10 @@ impl Mpi {
     /// The spec's buffers must stay valid until the collective completes (the call returns,
     /// or the request completes).
     pub(crate) unsafe fn exec(&self, comm: MPI_Comm, spec: &mut Spec, mode: Mode, keep: After) -> MpiResult {
-        let c = self.coll_comm(comm)?;
+        let c = match spec.kind {
+            Kind::Barrier => self.barrier_comm(comm)?,
+            _ => self.coll_comm(comm)?,
+        };
         let (rank, n) = (self.core.comm_rank(c)?, self.core.comm_size(c)?);
         OpsCore::size_spec(rank, n, spec)?;
         match mode {
@@ -113,6 +116,13 @@ impl Mpi {
             return Err(err!(MPI_ERR_COMM, "collectives on intercommunicators are not supported"));
         }
         Ok(c)
+    }
+
+    /// The communicator a barrier runs on: `comm` itself, or for an intercommunicator the union
+    /// of its two groups (a barrier over the union lets no process of either group leave before
+    /// every process of the other entered, which is the intercommunicator barrier's guarantee).
+    pub(crate) fn barrier_comm(&self, comm: MPI_Comm) -> MpiResult<weft::ops::CommId> {
+        self.comm(comm)
     }
 
     /// This process's rank and the size of `comm`.
@@ -198,7 +208,7 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            return Ok(m.core.barrier(m.coll_comm(comm)?)?);
+            return Ok(m.core.barrier(m.barrier_comm(comm)?)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);

@@ -4,7 +4,8 @@
 //! a destination rank names a process of the remote group (`remote_off + rank` in the union),
 //! a received message's union rank is reported relative to the remote group. Point-to-point,
 //! revoke (it reaches every process of both groups), agreement (over both groups), shrink and
-//! merge work on that union communicator; collectives on intercommunicators are not supported.
+//! merge work on that union communicator, and so does barrier; the other collectives on
+//! intercommunicators are not supported.
 
 use std::ffi::c_int;
 

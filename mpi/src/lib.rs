@@ -12,7 +12,7 @@
 //! `p2p` (point-to-point), `bsend` (buffered sends), `message` (matched probe), `op` (reduction operations),
 //! `coll` (collectives), `attr` (attribute caching), `info`, `topo` (process topologies),
 //! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`), `address`
-//! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `unsupported` (the generated stubs of
+//! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `parent` (`MPI_Comm_get_parent`), `unsupported` (the generated stubs of
 //! everything else).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
@@ -41,6 +41,7 @@ mod message;
 mod neighbor;
 mod op;
 mod p2p;
+mod parent;
 mod persistent;
 mod profiling;
 mod request;
