@@ -54,6 +54,15 @@ impl Inter {
     }
 }
 
+/// Put a status of a communicator with layout `inter` in the application's terms: on an
+/// intercommunicator the source is a rank of the remote group.
+#[inline]
+pub(crate) fn remote_status(inter: Option<Inter>, st: &mut MPI_Status) {
+    if let (Some(i), true) = (inter, st.MPI_SOURCE >= 0) {
+        st.MPI_SOURCE = i.remote_rank(st.MPI_SOURCE);
+    }
+}
+
 /// `u32` words as bytes and back (the leaders' exchange).
 fn to_bytes(w: &[u32]) -> Vec<u8> {
     w.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -95,11 +104,18 @@ impl Mpi {
     /// (`MPI_ANY_SOURCE`, `MPI_PROC_NULL`, bad ranks) pass unchanged.
     #[inline]
     pub(crate) fn peer(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int)> {
+        self.source(h, rank).map(|(c, r, _)| (c, r))
+    }
+
+    /// As [`Mpi::peer`], for a receive: also the layout that [`remote_status`] needs to put the
+    /// statuses of this communicator in the application's terms (one lookup for both).
+    #[inline]
+    pub(crate) fn source(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int, Option<Inter>)> {
         let comms = self.comms.borrow();
         let c = comms.get(h).ok_or_else(|| invalid(h))?;
         match c.inter {
-            Some(i) if rank >= 0 => Ok((c.id, i.union_rank(rank)?)),
-            _ => Ok((c.id, rank)),
+            Some(i) if rank >= 0 => Ok((c.id, i.union_rank(rank)?, c.inter)),
+            _ => Ok((c.id, rank, c.inter)),
         }
     }
 
@@ -107,11 +123,8 @@ impl Mpi {
     /// source is a rank of the remote group).
     #[inline]
     pub(crate) fn own_status(&self, h: MPI_Comm, st: &mut MPI_Status) {
-        if st.MPI_SOURCE < 0 {
-            return;
-        }
-        if let Some(Some(i)) = self.comms.borrow().get(h).map(|c| c.inter) {
-            st.MPI_SOURCE = i.remote_rank(st.MPI_SOURCE);
+        if st.MPI_SOURCE >= 0 {
+            remote_status(self.comms.borrow().get(h).and_then(|c| c.inter), st);
         }
     }
 

@@ -23,7 +23,7 @@ impl Mpi {
         tag: c_int,
         comm: MPI_Comm,
     ) -> MpiResult<Option<(MPI_Message, MPI_Status)>> {
-        let (c, source) = self.peer(comm, source)?;
+        let (c, source, inter) = self.source(comm, source)?;
         if source == MPI_PROC_NULL {
             return Ok(Some((MPI_MESSAGE_NO_PROC, request::proc_null_status())));
         }
@@ -31,7 +31,7 @@ impl Mpi {
             return Ok(None);
         };
         let mut st = request::status_of(&msg.status(), MPI_SUCCESS);
-        self.own_status(comm, &mut st);
+        crate::intercomm::remote_status(inter, &mut st);
         Ok(Some((self.reqs.borrow_mut().messages.insert((msg, comm)), st)))
     }
 

@@ -13,6 +13,7 @@ use weft::ops::{CommId, ReqId};
 use crate::abi::*;
 use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
+use crate::intercomm::remote_status;
 use crate::request::{self, After, Req};
 use crate::state::{call, multiple, Mpi, On};
 use crate::{export, put};
@@ -315,7 +316,7 @@ unsafe fn recv_body(
             unsafe { request::store(status, request::proc_null_status()) };
             return Ok(());
         }
-        let (c, source) = m.peer(comm, source)?;
+        let (c, source, inter) = m.source(comm, source)?;
         let (st, e) = match m.types.borrow().span(datatype, count)? {
             Span::Contig(n) if !multiple() => {
                 check_buf(buf, n)?;
@@ -324,7 +325,7 @@ unsafe fn recv_body(
                 let s = unsafe { bytes_mut(buf, n) };
                 let r = m.core.recv(c, s, recv_source(source)?, recv_tag(tag)?);
                 let mut out = request::finish(m, r, After::Nothing)?;
-                m.own_status(comm, &mut out.0);
+                remote_status(inter, &mut out.0);
                 out
             }
             _ => {
@@ -699,7 +700,7 @@ export! {
                 unsafe { request::store(status, request::proc_null_status()) };
                 return Ok(());
             }
-            let (c, source) = m.peer(comm, source)?;
+            let (c, source, inter) = m.source(comm, source)?;
             let (src, tag) = (recv_source(source)?, recv_tag(tag)?);
             let s = if multiple() {
                 let mut spins = 0;
@@ -713,7 +714,7 @@ export! {
                 m.core.probe(c, src, tag)?
             };
             let mut st = request::status_of(&s, MPI_SUCCESS);
-            m.own_status(comm, &mut st);
+            remote_status(inter, &mut st);
             // SAFETY: status pointer from the caller.
             unsafe { request::store(status, st) };
             Ok(())
@@ -736,14 +737,14 @@ export! {
                 }
                 return Ok(());
             }
-            let (c, source) = m.peer(comm, source)?;
+            let (c, source, inter) = m.source(comm, source)?;
             let found = m.core.iprobe(c, recv_source(source)?, recv_tag(tag)?)?;
             // SAFETY: pointers from the caller.
             unsafe {
                 *flag = found.is_some() as c_int;
                 if let Some(s) = found {
                     let mut st = request::status_of(&s, MPI_SUCCESS);
-                    m.own_status(comm, &mut st);
+                    remote_status(inter, &mut st);
                     request::store(status, st);
                 }
             }
