@@ -2,7 +2,8 @@
  * osu_coll.c — the MPI peer of weft's collective latency benchmarks (`weft-bench --bench
  * allreduce,barrier,bcast`, benches/src/coll.rs; OSU method, keep the two in lock-step):
  * per size, `iters / 10` warm-up calls, then `iters` timed calls of the collective (sizes above
- * 8 KiB: a tenth of both); each rank's time per call, averaged over ranks (MPI_Reduce of the
+ * 8 KiB: a tenth of both), each allreduce and bcast timed on its own and followed by an untimed
+ * barrier, barriers back to back (OSU 7.2's loops); each rank's mean time per call, averaged over ranks (MPI_Reduce of the
  * per-rank average, as osu_allreduce prints "Avg Latency"); repeated `reps` times, the median
  * printed as CSV `benchmark,size,impl,value,us` on rank 0. Sizes: allreduce (float sum,
  * size/4 elements) 4, 8, ..; barrier 0 only; bcast (bytes, root 0) 1, 2, 4, ..; all powers of
@@ -31,15 +32,17 @@ static void call(const char *b, size_t size, void *s, void *r) {
 static double once(const char *b, size_t size, int iters, int skip, void *s, void *r) {
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    double t0 = 0;
+    int is_bar = !strcmp(b, "barrier");
+    double timed = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < iters + skip; i++) {
-        if (i == skip) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            t0 = MPI_Wtime();
-        }
+        double t0 = MPI_Wtime();
         call(b, size, s, r);
+        double dt = MPI_Wtime() - t0;
+        if (!is_bar) MPI_Barrier(MPI_COMM_WORLD);
+        if (i >= skip) timed += dt;
     }
-    double mine = (MPI_Wtime() - t0) * 1e6 / iters, sum = 0;
+    double mine = timed * 1e6 / iters, sum = 0;
     MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
     return sum / n;
 }

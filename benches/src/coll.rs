@@ -1,10 +1,13 @@
 //! Collective latency benchmarks (`weft-bench --bench allreduce,barrier,bcast`): driver and
 //! worker, side by side with Open MPI and MPICH (`--peers`, `peers/osu_coll.c`).
 //!
-//! OSU method, identical in the worker below and in `peers/osu_coll.c`: per size, `iters / 10`
-//! warm-up calls, a barrier, then `iters` timed calls (sizes above 8 KiB: a tenth of both);
-//! each rank's time per call, averaged over ranks (a reduce to rank 0, as osu_allreduce's "Avg
-//! Latency"); `reps` repetitions, the median. Sizes: allreduce (f32 sum, size/4 elements) 4, 8,
+//! OSU 7.2's method, identical in the worker below and in `peers/osu_coll.c`: per size,
+//! `iters / 10` warm-up calls, then `iters` timed calls (sizes above 8 KiB: a tenth of both).
+//! Each allreduce and bcast call is timed on its own and followed by an untimed barrier (so a
+//! bcast root cannot run ahead of its receivers); barriers run back to back. Each rank's mean
+//! time per call, averaged over ranks (a reduce to rank 0, as osu_allreduce's "Avg Latency");
+//! `reps` repetitions, the median. `weft-bench osu --native` relies on this: the same timing
+//! as the OSU programs, so MPI/native is the MPI layer's cost. Sizes: allreduce (f32 sum, size/4 elements) 4, 8,
 //! ..; barrier 0 only; bcast (bytes, root 0) 1, 2, 4, ..; the powers of two in [min, max].
 //! weft's barrier is the collectives engine's (`Comm::barrier`). After the timed loops one
 //! call checks the data. `--rounds K` interleaves the implementations K times and takes the
@@ -214,15 +217,20 @@ fn worker(cli: &CollCli) -> Result<(), String> {
             };
             let mut v = Vec::with_capacity(cli.reps as usize);
             for _ in 0..cli.reps {
-                let mut t0 = Instant::now();
+                let mut timed = Duration::ZERO;
+                world.barrier().map_err(err)?;
                 for i in 0..iters + skip {
-                    if i == skip {
-                        world.barrier().map_err(err)?;
-                        t0 = Instant::now();
-                    }
+                    let t0 = Instant::now();
                     call(&s, &mut r, &mut b).map_err(err)?;
+                    let dt = t0.elapsed();
+                    if bench != CollBench::Barrier {
+                        world.barrier().map_err(err)?;
+                    }
+                    if i >= skip {
+                        timed += dt;
+                    }
                 }
-                let mine = [t0.elapsed().as_secs_f64() * 1e6 / iters as f64];
+                let mine = [timed.as_secs_f64() * 1e6 / iters as f64];
                 let mut sum = [0.0f64];
                 world.reduce(&mine, &mut sum, Op::Sum, 0).map_err(err)?;
                 v.push(sum[0] / n as f64);

@@ -59,7 +59,7 @@ impl Table {
         let mut s = format!(
             "# Same OSU 7.2 binaries (mpicc_abi) on MPICH 5.0.2 and on weft, {ranks} ranks, median of {rounds} interleaved rounds\n\
              # ratio = weft/MPICH (latency: < 1 is faster; bandwidth: > 1 is faster); native = weft-bench's own\n\
-             # benchmark of the operation (no MPI layer, its own timing loop); mpi/native = the MPI layer's cost\n\
+             # benchmark of the operation (no MPI layer, OSU's timing loops); mpi/native = the MPI layer's cost\n\
              {:<18} {:>9} {:>12} {:>12} {:>7} {:>12} {:>10}\n",
             "benchmark", "size", "mpich", "weft", "ratio", "native", "mpi/native"
         );
