@@ -643,3 +643,30 @@ fn netns_per_node_created_and_removed() {
         wait_gone(&s.pids, Duration::from_millis(1));
     }
 }
+
+#[test]
+fn bind_to_core_gives_each_rank_one_cpu() {
+    let out = run(&[
+        "-n",
+        "2",
+        "--timeout",
+        "30",
+        "--bind-to",
+        "core",
+        "grep",
+        "Cpus_allowed_list",
+        "/proc/self/status",
+    ]);
+    assert!(out.status.success(), "{}", out.dump());
+    let cpus: Vec<&str> =
+        out.lines("Cpus_allowed_list").iter().map(|l| l.split_whitespace().last().unwrap()).collect();
+    assert_eq!(cpus.len(), 2, "{}", out.dump());
+    for c in &cpus {
+        assert!(c.parse::<usize>().is_ok(), "rank not bound to a single CPU: {c}\n{}", out.dump());
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) > 1 {
+        assert_ne!(cpus[0], cpus[1], "two ranks of one node on one CPU\n{}", out.dump());
+    }
+    let bad = run(&["-n", "1", "--bind-to", "socket", "true"]);
+    assert!(!bad.status.success() && bad.stderr.contains("--bind-to"), "{}", bad.dump());
+}

@@ -110,7 +110,7 @@ pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row
                 Ok(p) if !p.is_empty() => format!("{}:{p}", setup.weft_lib.display()),
                 _ => setup.weft_lib.display().to_string(),
             };
-            c.args(["-n", &n]).env("LD_LIBRARY_PATH", path);
+            c.args(["-n", &n, "--bind-to", "core"]).env("LD_LIBRARY_PATH", path);
             c
         }
         Lib::Native => unreachable!("handled above"),

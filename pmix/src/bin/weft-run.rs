@@ -1,5 +1,6 @@
 //! `weft-run -n N [--timeout SECS] [--nodes K | --map C0,C1,…] [--kill-node NODE@SECS]…
-//! [--netns [--partition NODE@SECS]…] PROG ARGS…`: the embedded single-host launcher of weft.
+//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] PROG ARGS…`: the embedded
+//! single-host launcher of weft.
 //!
 //! Hosts the OpenPMIx server library (`weft_pmix::server`) and starts N copies of PROG as its
 //! clients (the environment of `PMIx_server_setup_fork`, plus `WEFT_RUN_CTL` and
@@ -41,6 +42,8 @@ macro_rules! note {
     }};
 }
 
+#[path = "weft_run/binding.rs"]
+mod binding;
 #[path = "weft_run/job.rs"]
 mod job;
 #[path = "weft_run/mpi_lib.rs"]
@@ -105,6 +108,10 @@ struct Cli {
     /// ../lib) first in the ranks' LD_LIBRARY_PATH (also: WEFT_RUN_MPI_LIB=0).
     #[arg(long = "no-mpi-lib")]
     no_mpi_lib: bool,
+    /// Bind each rank to one CPU (`core`: a node's local rank i on the i-th CPU weft-run may
+    /// use) or not at all (`none`, the default), as `mpiexec -bind-to`.
+    #[arg(long = "bind-to", value_enum, default_value_t = binding::BindTo::None, value_name = "WHAT")]
+    bind_to: binding::BindTo,
     /// The program to run and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -268,6 +275,13 @@ fn run(cli: Cli) -> u8 {
             return 1;
         }
     }
+    let cpus = match binding::cpu_sets(cli.bind_to, &plan.node_of) {
+        Ok(c) => c,
+        Err(e) => {
+            note!("weft-run: {e}");
+            return 1;
+        }
+    };
     let spec = SpawnSpec {
         prog: &prog,
         ld_library_path: ld_library_path.as_deref(),
@@ -277,6 +291,7 @@ fn run(cli: Cli) -> u8 {
         node_of: &plan.node_of,
         fi_domains: &fi_domains,
         netns_fds: &netns_fds,
+        cpus: &cpus,
     };
     let start = Instant::now();
     let mut procs = Vec::with_capacity(cli.n as usize);

@@ -10,6 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use nix::sched::{sched_setaffinity, CpuSet};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{access, AccessFlags, Pid};
@@ -205,6 +206,8 @@ pub struct SpawnSpec<'a> {
     pub fi_domains: &'a [Option<String>],
     /// Network namespace of every node (`--netns`), entered with `setns` before exec.
     pub netns_fds: &'a [RawFd],
+    /// CPU set of every rank (`--bind-to`), applied with `sched_setaffinity` before exec.
+    pub cpus: &'a [Option<CpuSet>],
 }
 
 /// Start rank `rank` in process group `pgid` (`None`: a new group led by this child), with
@@ -224,6 +227,7 @@ pub fn spawn_rank(
         cmd.env("LD_LIBRARY_PATH", path);
     }
     let netns = spec.netns_fds.get(node).copied();
+    let cpus = spec.cpus.get(rank as usize).copied().flatten();
     cmd.arg0(spec.argv0)
         .args(spec.args)
         .envs(pmix_env.iter().map(|(k, v)| (k, v)))
@@ -239,6 +243,10 @@ pub fn spawn_rank(
             if unsafe { libc::setns(fd, libc::CLONE_NEWNET) } != 0 {
                 return Err(io::Error::last_os_error());
             }
+        }
+        if let Some(set) = &cpus {
+            // sched_setaffinity is a plain syscall (async-signal-safe) on a stack copy.
+            sched_setaffinity(Pid::from_raw(0), set).map_err(|e| io::Error::from_raw_os_error(e as i32))?;
         }
         // SAFETY: plain syscalls with valid constant or stack arguments.
         let ok = unsafe {
@@ -256,7 +264,7 @@ pub fn spawn_rank(
         }
     };
     // SAFETY: `in_child` runs in the forked child before exec and only makes
-    // async-signal-safe calls (setns, sigprocmask, prctl, getppid); it does not allocate or
+    // async-signal-safe calls (setns, sched_setaffinity, sigprocmask, prctl, getppid); it does not allocate or
     // lock (`io::Error::last_os_error` / `from_raw_os_error` build an OS error without
     // allocating).
     unsafe {
