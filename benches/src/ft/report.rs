@@ -37,6 +37,7 @@ const METRICS: &[Metric] = &[
         "      (b) from the launcher's SIGCHLD (no victim exit)",
         Some((1000.0, "<= 1000 us")),
     ),
+    ("detect_prrte_us", "      (b) the same under PRRTE (PMIx event; shm off)", None),
     ("detect_fabric_us", "  (c) libfabric in-band, node 1 (launcher stopped)", None),
     ("detect_hb_us", "  (d) heartbeat, SIGSTOP (period/timeout see notes)", None),
     ("detect_default_first_us", "kill -> first survivor knows (same node)", None),
