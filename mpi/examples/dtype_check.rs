@@ -318,6 +318,132 @@ unsafe fn errors() {
     assert_eq!(class(MPI_Type_size(h, &mut size)), MPI_ERR_TYPE, "freed handle");
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DoubleInt {
+    v: f64,
+    i: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct ShortInt {
+    v: i16,
+    i: i32,
+}
+
+/// The MINLOC/MAXLOC pair types: MPI sizes (members only) and C-struct extents, the two
+/// reductions on pairs whose packed form differs from memory (`MPI_DOUBLE_INT`: 12 of 16 bytes;
+/// `MPI_SHORT_INT`: a hole between the members; 64-bit `MPI_LONG_INT` values that an `f64`
+/// could not tell apart), and an array of pairs around the ring (count and elements; the
+/// receiver's padding bytes are not written).
+///
+/// # Safety
+/// MPI is initialised.
+unsafe fn pairs(rank: i32, size: i32) {
+    let b = |t| bounds(t);
+    assert_eq!(b(MPI_DOUBLE_INT), (0, 16, 0, 12, 12));
+    assert_eq!(b(MPI_LONG_INT), (0, 16, 0, 12, 12));
+    assert_eq!(b(MPI_SHORT_INT), (0, 8, 0, 8, 6));
+    assert_eq!(b(MPI_LONG_DOUBLE_INT), (0, 32, 0, 20, 20));
+    assert_eq!(b(MPI_FLOAT_INT), (0, 8, 0, 8, 8));
+    assert_eq!(b(MPI_2DOUBLE_PRECISION), (0, 16, 0, 16, 16));
+    // MAXLOC / MINLOC over every rank: element k's best value is at rank (k + 1) % size; ties
+    // (element 2: every rank the same value) go to the smallest index.
+    let n = size as f64;
+    let mine: Vec<DoubleInt> = (0..3)
+        .map(|k| {
+            let v = if k == 2 { 7.0 } else { ((rank + size - (k + 1) % size) % size) as f64 };
+            DoubleInt { v: n - v, i: rank * 10 + k }
+        })
+        .collect();
+    let mut out = vec![DoubleInt { v: 0.0, i: -1 }; 3];
+    let rc = MPI_Allreduce(
+        mine.as_ptr().cast(),
+        out.as_mut_ptr().cast(),
+        3,
+        MPI_DOUBLE_INT,
+        MPI_MAXLOC,
+        MPI_COMM_WORLD,
+    );
+    assert_eq!(rc, MPI_SUCCESS);
+    for (k, o) in out.iter().enumerate() {
+        let k = k as i32;
+        let want = if k == 2 {
+            DoubleInt { v: n - 7.0, i: k }
+        } else {
+            DoubleInt { v: n, i: ((k + 1) % size) * 10 + k }
+        };
+        assert_eq!(*o, want, "MAXLOC on MPI_DOUBLE_INT, element {k}");
+    }
+    let s = [ShortInt { v: (rank % 2) as i16 - 5, i: rank }];
+    let mut o = [ShortInt { v: 0, i: -1 }];
+    assert_eq!(
+        MPI_Allreduce(s.as_ptr().cast(), o.as_mut_ptr().cast(), 1, MPI_SHORT_INT, MPI_MINLOC, MPI_COMM_WORLD),
+        MPI_SUCCESS
+    );
+    assert_eq!(o[0], ShortInt { v: -5, i: 0 }, "MINLOC on MPI_SHORT_INT");
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct LongInt {
+        v: i64,
+        i: i32,
+    }
+    let l = [LongInt { v: i64::MAX - 1 + i64::from(rank == size - 1), i: rank }];
+    let mut lo = [LongInt { v: 0, i: -1 }];
+    assert_eq!(
+        MPI_Allreduce(l.as_ptr().cast(), lo.as_mut_ptr().cast(), 1, MPI_LONG_INT, MPI_MAXLOC, MPI_COMM_WORLD),
+        MPI_SUCCESS
+    );
+    let want = if size == 1 { LongInt { v: i64::MAX, i: 0 } } else { LongInt { v: i64::MAX, i: size - 1 } };
+    assert_eq!(lo[0], want, "MAXLOC on MPI_LONG_INT compares 64-bit values exactly");
+    // A sum is not defined on pairs.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    let rc = MPI_Allreduce(
+        mine.as_ptr().cast(),
+        out.as_mut_ptr().cast(),
+        1,
+        MPI_DOUBLE_INT,
+        MPI_SUM,
+        MPI_COMM_WORLD,
+    );
+    let mut k = 0;
+    MPI_Error_class(rc, &mut k);
+    assert_eq!(k, MPI_ERR_OP);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    // Three pairs to the next rank; the padding of the receive buffer stays as it was.
+    let (next, prev) = ((rank + 1) % size, (rank + size - 1) % size);
+    let mut raw = [0xAAu8; 48];
+    let mut st = std::mem::zeroed::<MPI_Status>();
+    let rc = MPI_Sendrecv(
+        mine.as_ptr().cast(),
+        3,
+        MPI_DOUBLE_INT,
+        next,
+        71,
+        raw.as_mut_ptr().cast(),
+        3,
+        MPI_DOUBLE_INT,
+        prev,
+        71,
+        MPI_COMM_WORLD,
+        &mut st,
+    );
+    assert_eq!(rc, MPI_SUCCESS);
+    let (mut count, mut elems) = (0, 0);
+    MPI_Get_count(&st, MPI_DOUBLE_INT, &mut count);
+    MPI_Get_elements(&st, MPI_DOUBLE_INT, &mut elems);
+    assert_eq!((count, elems), (3, 6));
+    for k in 0..3 {
+        let e = &raw[k * 16..k * 16 + 16];
+        let v = f64::from_ne_bytes(e[..8].try_into().unwrap());
+        let i = i32::from_ne_bytes(e[8..12].try_into().unwrap());
+        let want_v = if k == 2 { n - 7.0 } else { n - ((prev + size - (k as i32 + 1) % size) % size) as f64 };
+        assert_eq!((v, i), (want_v, prev * 10 + k as i32), "pair {k} from rank {prev}");
+        assert_eq!(&e[12..], &[0xAA; 4], "padding of pair {k} written");
+    }
+}
+
 fn main() {
     // SAFETY: the calls follow the MPI standard's contracts; every pointer is to a live local
     // of the size the call reads or writes.
@@ -329,6 +455,7 @@ fn main() {
         queries();
         pack_unpack();
         ring(rank, size);
+        pairs(rank, size);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN); // calls on no object
         errors();

@@ -15,6 +15,7 @@
 //! predefined reductions apply to it (its packed data is a run of such elements).
 
 mod pack;
+pub(crate) mod pair;
 #[cfg(test)]
 mod proptests;
 mod query;
@@ -56,6 +57,9 @@ pub(crate) struct TypeInfo {
     /// The element type a reduction works on, when every basic element of the type is that
     /// type (the packed data of an element is a run of `size / elem.size()` of them).
     pub(crate) elem: Option<DType>,
+    /// The predefined pair type (`MPI_DOUBLE_INT`, ...) every basic element of the type is,
+    /// if any: `MPI_MINLOC`/`MPI_MAXLOC` apply to its packed data.
+    pub(crate) pair: Option<&'static pair::Pair>,
     /// Usable in communication (predefined types always are).
     pub(crate) committed: bool,
     pub(crate) name: String,
@@ -91,7 +95,9 @@ impl TypeInfo {
     }
 }
 
-/// The predefined types: handle, size in bytes, reduction element type, name.
+/// The predefined types: handle, size in bytes, reduction element type, name. The pair types'
+/// layouts and extents come from `pair::PAIRS`; `MPI_FLOAT_INT`, `MPI_2INT` and `MPI_2INTEGER`
+/// are dense (packed = in memory), so the collectives' own pair element types reduce them.
 const PREDEFINED: &[(MPI_Datatype, usize, Option<DType>, &str)] = &[
     (MPI_AINT, 8, Some(DType::I64), "MPI_AINT"),
     (MPI_COUNT, 8, Some(DType::I64), "MPI_COUNT"),
@@ -122,11 +128,11 @@ const PREDEFINED: &[(MPI_Datatype, usize, Option<DType>, &str)] = &[
     (MPI_C_LONG_DOUBLE_COMPLEX, 32, None, "MPI_C_LONG_DOUBLE_COMPLEX"),
     (MPI_CXX_LONG_DOUBLE_COMPLEX, 32, None, "MPI_CXX_LONG_DOUBLE_COMPLEX"),
     (MPI_FLOAT_INT, 8, Some(DType::F32I32), "MPI_FLOAT_INT"),
-    (MPI_DOUBLE_INT, 16, Some(DType::F64I32), "MPI_DOUBLE_INT"),
-    (MPI_LONG_INT, 16, None, "MPI_LONG_INT"),
+    (MPI_DOUBLE_INT, 12, None, "MPI_DOUBLE_INT"),
+    (MPI_LONG_INT, 12, None, "MPI_LONG_INT"),
     (MPI_2INT, 8, Some(DType::I32I32), "MPI_2INT"),
-    (MPI_SHORT_INT, 8, None, "MPI_SHORT_INT"),
-    (MPI_LONG_DOUBLE_INT, 32, None, "MPI_LONG_DOUBLE_INT"),
+    (MPI_SHORT_INT, 6, None, "MPI_SHORT_INT"),
+    (MPI_LONG_DOUBLE_INT, 20, None, "MPI_LONG_DOUBLE_INT"),
     (MPI_2REAL, 8, None, "MPI_2REAL"),
     (MPI_2DOUBLE_PRECISION, 16, None, "MPI_2DOUBLE_PRECISION"),
     (MPI_2INTEGER, 8, Some(DType::I32I32), "MPI_2INTEGER"),
@@ -216,14 +222,26 @@ impl Types {
     pub(crate) fn new() -> Types {
         let mut predefined = vec![None; PREDEF_LEN];
         for &(h, size, elem, name) in PREDEFINED {
+            let pair = pair::pair(h);
+            let (extent, true_extent, layout) = match pair {
+                Some(p) => {
+                    let b = p.blocks();
+                    let (off, len) = b[b.len() - 1];
+                    let layout = if b.len() == 1 { Layout::Contig } else { Layout::Blocks(b) };
+                    (p.extent, off as usize + len, layout)
+                }
+                None => (size, size, Layout::Contig),
+            };
+            debug_assert!(pair.is_none_or(|p| p.size() == size), "{name}");
             let t = TypeInfo {
                 size,
                 lb: 0,
-                extent: size as isize,
+                extent: extent as isize,
                 true_lb: 0,
-                true_extent: size as isize,
-                layout: Layout::Contig,
+                true_extent: true_extent as isize,
+                layout,
                 elem,
+                pair,
                 committed: true,
                 name: name.to_string(),
                 envelope: Envelope { combiner: MPI_COMBINER_NAMED, ..Default::default() },
@@ -364,6 +382,7 @@ pub(crate) fn compose<'a>(
     let mut true_bounds: Option<(isize, isize)> = None;
     // None: no data yet; Some(None): mixed or not reducible.
     let mut elem: Option<Option<DType>> = None;
+    let mut pair: Option<Option<&'static pair::Pair>> = None;
     let (mut align, mut explicit) = (1usize, false);
     let widen = |b: &mut Option<(isize, isize)>, lo: isize, hi: isize| {
         *b = Some(b.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))));
@@ -391,6 +410,11 @@ pub(crate) fn compose<'a>(
             elem = Some(match elem {
                 None => ty.elem,
                 Some(e) if e == ty.elem => e,
+                Some(_) => None,
+            });
+            pair = Some(match pair {
+                None => ty.pair,
+                Some(p) if p == ty.pair => p,
                 Some(_) => None,
             });
         }
@@ -431,6 +455,7 @@ pub(crate) fn compose<'a>(
         true_extent: true_ub - true_lb,
         layout,
         elem: elem.flatten(),
+        pair: pair.flatten(),
         committed: false,
         name: String::new(),
         envelope,
@@ -463,7 +488,9 @@ mod tests {
         assert_eq!(size(MPI_LONG), std::mem::size_of::<std::ffi::c_long>());
         assert_eq!(size(MPI_DOUBLE), 8);
         assert_eq!(size(MPI_AINT), std::mem::size_of::<MPI_Aint>());
-        assert_eq!(size(MPI_DOUBLE_INT), 16);
+        assert_eq!(size(MPI_DOUBLE_INT), 12, "MPI size: value and index, not the struct's padding");
+        assert_eq!(t.get(MPI_DOUBLE_INT).unwrap().extent, 16);
+        assert_eq!(t.get(MPI_SHORT_INT).unwrap().true_extent, 8);
         for &(h, size, elem, _) in PREDEFINED {
             if let Some(e) = elem {
                 assert_eq!(size % e.size(), 0, "{h:#x}");

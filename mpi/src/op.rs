@@ -72,6 +72,12 @@ impl Mpi {
             MPI_BXOR => predefined(Op::Bxor),
             MPI_LAND => predefined(Op::Land),
             MPI_LOR => predefined(Op::Lor),
+            // Pairs the collectives have no element type for (their packed form differs from
+            // memory: `MPI_DOUBLE_INT` is 12 bytes packed, 16 in memory) reduce here.
+            MPI_MINLOC | MPI_MAXLOC if ty.elem.is_none() && ty.pair.is_some() => {
+                let p = ty.pair.expect("checked");
+                Ok(Reduction { op: p.loc_op(op == MPI_MINLOC), dtype: DType::Byte, per_elem: ty.size })
+            }
             MPI_MINLOC => predefined(Op::MinLoc),
             MPI_MAXLOC => predefined(Op::MaxLoc),
             MPI_LXOR => {

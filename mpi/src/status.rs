@@ -22,22 +22,13 @@ use crate::state::{call, Mpi, On};
 /// Byte sizes of the basic elements of one element of a type, in order, and the type's
 /// stride (its size).
 fn members(h: MPI_Datatype, t: &TypeInfo) -> MpiResult<(Vec<usize>, usize)> {
-    const PAIRS: &[(MPI_Datatype, [usize; 2])] = &[
-        (MPI_FLOAT_INT, [4, 4]),
-        (MPI_DOUBLE_INT, [8, 4]),
-        (MPI_LONG_INT, [8, 4]),
-        (MPI_2INT, [4, 4]),
-        (MPI_SHORT_INT, [2, 4]),
-        (MPI_LONG_DOUBLE_INT, [16, 4]),
-        (MPI_2REAL, [4, 4]),
-        (MPI_2DOUBLE_PRECISION, [8, 8]),
-        (MPI_2INTEGER, [4, 4]),
-    ];
+    if let Some(p) = t.pair {
+        // Pairs (predefined or built from one pair type): value and index per pair.
+        let reps = t.size.checked_div(p.size()).unwrap_or(0);
+        return Ok(([p.value.size(), p.index.size()].repeat(reps), t.size));
+    }
     if Types::is_predefined(h) {
-        return Ok(match PAIRS.iter().find(|p| p.0 == h) {
-            Some((_, m)) => (m.to_vec(), t.size),
-            None => (vec![t.size], t.size),
-        });
+        return Ok((vec![t.size], t.size));
     }
     let (one, stride): (&[usize], usize) = match t.elem {
         Some(DType::I32I32 | DType::F32I32) => (&[4, 4], 8),
