@@ -191,7 +191,13 @@ fn revoke(w: &Weft, c: &Comm, me: u32, n: u32) {
         fail("later ops on a revoked comm".into());
     }
     let mut cur = ok("shrink revoked", c.shrink());
-    ok("barrier", cur.barrier());
+    // The check runs on a duplicate: rank 0 revokes `cur` as soon as its own check returns,
+    // which can be before a slower rank's barrier on `cur` completed (that barrier would then
+    // rightly fail with Revoked). Rank 0 leaves the duplicate's barrier only after every rank
+    // entered it, i.e. finished the `dup` on `cur`.
+    let d = ok("dup", cur.dup());
+    ok("barrier", d.barrier());
+    let _ = d.free();
     let t = Instant::now();
     for i in 0..100u32 {
         if cur.rank() == i % n {

@@ -81,11 +81,12 @@ fn frozen_rank_declared_by_heartbeat_detector() {
             .unwrap_or_else(|| panic!("rank {r}: {so}"));
         let ms: f64 = line.split("after ").nth(1).unwrap().trim_end_matches(" ms").parse().unwrap();
         // Not before the silence could have lasted a timeout (its last heartbeat left at most
-        // one period before the SIGSTOP), and within timeout + one period plus scheduling
-        // slack: 4 ranks share 2 cores here, and under other load a rank can wait tens of ms
-        // for a core (124.7 ms was seen with a 40 ms slack).
+        // one period before the SIGSTOP): declaring earlier would be a false suspicion. The
+        // upper bound only catches a detector that never fires: 4 ranks share 2 cores here,
+        // and under other load a rank waits a long time for a core (a run at load average 15
+        // exceeded a 100 ms slack); weft-bench ft measures the detection time.
         assert!(ms >= timeout - period, "rank {r} declared after {ms} ms: too early");
-        assert!(ms <= timeout + period + 100.0, "rank {r} declared after {ms} ms");
+        assert!(ms <= timeout + period + 2000.0, "rank {r} declared after {ms} ms");
     }
 }
 
