@@ -134,6 +134,9 @@ fn run(s: &'static Shared) {
             Err(_) => s.failed.store(true, Ordering::SeqCst),
         }
         s.busy.store(false, Ordering::SeqCst);
+        if s.failed.load(Ordering::SeqCst) {
+            return;
+        }
     }
 }
 

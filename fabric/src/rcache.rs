@@ -287,6 +287,17 @@ impl<V> RCache<V> {
     }
 }
 
+impl<V> Drop for RCache<V> {
+    /// Unwatch what is still watched: the monitor outlives the cache.
+    fn drop(&mut self) {
+        if let Invalidation::Monitor(m) = &mut self.inval {
+            for e in self.entries.values().filter(|e| e.watched) {
+                m.unwatch(e.addr, e.len);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +592,8 @@ mod tests {
         assert!(c.acquire(0x3000, 8, || Err(())).is_err());
         assert_eq!(s.watched(), vec![(0x2000, 8)], "a failed registration was unwatched");
         c.release(b);
+        drop(c);
+        assert!(s.watched().is_empty(), "dropping the cache unwatches its entries");
     }
 
     #[test]

@@ -187,3 +187,45 @@ fn concurrent_unmaps_from_other_threads() {
         unmap(r, LEN);
     }
 }
+
+/// True if the mapping containing `addr` is registered with a userfaultfd in write-protect
+/// mode (`uw` among its `VmFlags` in `/proc/self/smaps`).
+fn watched_by_uffd(addr: usize) -> bool {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ') {
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                    inside = a <= addr && addr < b;
+                    continue;
+                }
+            }
+        }
+        if inside {
+            if let Some(flags) = line.strip_prefix("VmFlags:") {
+                return flags.split_whitespace().any(|f| f == "uw");
+            }
+        }
+    }
+    panic!("{addr:#x} is not mapped")
+}
+
+#[test]
+fn watches_end_with_their_entries() {
+    // A cached entry's pages are registered with the userfaultfd; evicting it or dropping the
+    // cache unregisters them (a page shared with a live entry stays registered).
+    let _g = serial();
+    let Some(mut c) = cache() else { return };
+    let a = map(None, 3 * 4096, 0);
+    assert!(!watched_by_uffd(a));
+    use_once(&mut c, a + 100, 3000, 1); // page 0
+    use_once(&mut c, a + 4096 + 5, 4096, 2); // pages 1 and 2
+    assert!(watched_by_uffd(a) && watched_by_uffd(a + 4096) && watched_by_uffd(a + 8192));
+    assert_eq!(c.invalidate(a + 5000, a + 5001), 1);
+    assert!(watched_by_uffd(a), "page 0 still has its entry");
+    assert!(!watched_by_uffd(a + 8192), "pages 1 and 2 were unregistered with their entry");
+    drop(c);
+    assert!(!watched_by_uffd(a), "dropping the cache unregisters");
+    unmap(a, 3 * 4096);
+}
