@@ -25,12 +25,18 @@
 //! out a registration of unmapped memory. The monitor thread never allocates after it starts
 //! (an allocation could trim a watched heap range and wait on itself).
 //!
-//! Where it is not available (a seccomp filter, an unprivileged user without read-write
-//! access to `/dev/userfaultfd` on kernels that have it, a kernel without
-//! `CONFIG_USERFAULTFD` or write-protect support), [`subscribe`] fails and the caller does
+//! Who may have one. Root always. An unprivileged user may open `/dev/userfaultfd` where it
+//! exists (kernel 6.1+) only if granted access (it is root's by default), and may call
+//! `userfaultfd(2)` with `UFFD_USER_MODE_ONLY` (kernel 5.11+, allowed whatever
+//! `vm.unprivileged_userfaultfd` says), which is all this monitor needs: it handles no page
+//! faults, let alone the kernel's. The `userfaultfd` crate tries the device first and does
+//! not fall back to the system call when the device refuses, so this module makes that call
+//! itself then: the one place with `unsafe` here. Where neither works (a seccomp filter such
+//! as Docker's default profile, kernels before 5.11 with the sysctl at 0, no
+//! `CONFIG_USERFAULTFD` or no write-protect support), [`subscribe`] fails and the caller does
 //! not cache (see `crate::rcache`).
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -60,14 +66,46 @@ struct Shared {
 
 static MONITOR: OnceLock<Result<&'static Shared, String>> = OnceLock::new();
 
+const FEATURES: FeatureFlags =
+    FeatureFlags::EVENT_UNMAP.union(FeatureFlags::EVENT_REMOVE).union(FeatureFlags::EVENT_REMAP);
+
+/// A userfaultfd by `userfaultfd(2)` with `UFFD_USER_MODE_ONLY`, for a user who may not open
+/// `/dev/userfaultfd`.
+fn uffd_by_syscall() -> Result<Uffd, String> {
+    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | userfaultfd_sys::UFFD_USER_MODE_ONLY as libc::c_int;
+    // SAFETY: userfaultfd(2) reads nothing but its flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+    if fd < 0 {
+        return Err(format!("userfaultfd(2): {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just returned by the kernel and nothing else owns it; the Uffd closes
+    // it when dropped, also on the error path below.
+    let uffd = unsafe { Uffd::from_raw_fd(fd as libc::c_int) };
+    let mut api =
+        userfaultfd_sys::uffdio_api { api: userfaultfd_sys::UFFD_API, features: FEATURES.bits(), ioctls: 0 };
+    // SAFETY: UFFDIO_API on a userfaultfd not yet set up, with a valid, initialised
+    // `uffdio_api` that the kernel reads and writes and that outlives the call.
+    let r = unsafe { libc::ioctl(uffd.as_raw_fd(), userfaultfd_sys::UFFDIO_API as _, &mut api) };
+    if r != 0 {
+        return Err(format!("UFFDIO_API: {}", std::io::Error::last_os_error()));
+    }
+    Ok(uffd)
+}
+
 fn start() -> Result<&'static Shared, String> {
-    let uffd = UffdBuilder::new()
+    let uffd = match UffdBuilder::new()
         .close_on_exec(true)
         .non_blocking(true)
         .user_mode_only(true)
-        .require_features(FeatureFlags::EVENT_UNMAP | FeatureFlags::EVENT_REMOVE | FeatureFlags::EVENT_REMAP)
+        .require_features(FEATURES)
         .create()
-        .map_err(|e| format!("userfaultfd: {e}"))?;
+    {
+        Ok(u) => u,
+        Err(userfaultfd::Error::OpenDevUserfaultfd(dev)) => {
+            uffd_by_syscall().map_err(|e| format!("/dev/userfaultfd: {dev}; {e}"))?
+        }
+        Err(e) => return Err(format!("userfaultfd: {e}")),
+    };
     let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
         .ok()
         .flatten()

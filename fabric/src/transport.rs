@@ -1142,6 +1142,17 @@ mod tests {
     }
 
     #[test]
+    fn rcache_monitor_setting() {
+        let bad = OfiConfig { rcache_monitor: "maybe".into(), ..lo() };
+        assert!(matches!(OfiTransport::open(0, 2, &bad), Err(FabricError::Config(m)) if m.contains("maybe")));
+        let off = OfiTransport::open(0, 2, &OfiConfig { rcache_monitor: "off".into(), ..lo() }).unwrap();
+        assert_eq!(off.rcache_invalidation(), "off");
+        // "monitor" where userfaultfd is permitted, "unavailable" (nothing cached) elsewhere.
+        let on = OfiTransport::open(0, 2, &lo()).unwrap();
+        assert_ne!(on.rcache_invalidation(), "off");
+    }
+
+    #[test]
     fn loopback_pair_in_one_process() {
         for p in socket_providers() {
             loopback_pair_on(p);
