@@ -35,6 +35,10 @@
 //! as Docker's default profile, kernels before 5.11 with the sysctl at 0, no
 //! `CONFIG_USERFAULTFD` or no write-protect support), [`subscribe`] fails and the caller does
 //! not cache (see `crate::rcache`).
+//!
+//! A child made by `fork` has no monitor thread and its mappings are not watched: it must not
+//! keep using its parent's transport (libfabric's registrations do not survive `fork` either);
+//! a transport it opens itself caches nothing.
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -53,6 +57,10 @@ const BATCH: usize = 64;
 struct Shared {
     uffd: Uffd,
     page: usize,
+    /// The process that created the userfaultfd. A child made by `fork` inherits the
+    /// descriptor, but it still names the parent's address space (and the child has no
+    /// monitor thread): the child must not use it.
+    pid: u32,
     /// True while the monitor thread reads events and publishes them.
     busy: AtomicBool,
     /// Set if reading the userfaultfd failed: events may have been lost, nothing is trusted.
@@ -116,13 +124,15 @@ fn start() -> Result<&'static Shared, String> {
     let shared: &'static Shared = Box::leak(Box::new(Shared {
         uffd,
         page,
+        pid: std::process::id(),
         busy: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         head: AtomicU64::new(0),
         ring,
         watches: Mutex::new(Vec::new()),
     }));
-    // Write-protect registration must work here, or every watch would fail later.
+    // Write-protect registration must work here, or every watch would fail later. The probe
+    // page lies inside a live allocation, so nothing unmaps it before the monitor thread runs.
     let probe = vec![0u8; 2 * page];
     let at = (probe.as_ptr() as usize).next_multiple_of(page);
     shared
@@ -196,6 +206,9 @@ pub struct Subscriber {
 /// userfaultfd is not available; it is the same on every call.
 pub fn subscribe() -> Result<Subscriber, String> {
     let s = MONITOR.get_or_init(start).clone()?;
+    if s.pid != std::process::id() {
+        return Err("the userfaultfd monitor belongs to the parent of this forked process".into());
+    }
     Ok(Subscriber { s, seen: s.head.load(Ordering::SeqCst) })
 }
 
@@ -208,7 +221,7 @@ impl Subscriber {
 
 impl MemoryEvents for Subscriber {
     fn watch(&mut self, addr: usize, len: usize) -> bool {
-        if self.s.failed.load(Ordering::SeqCst) {
+        if self.s.failed.load(Ordering::SeqCst) || self.s.pid != std::process::id() {
             return false;
         }
         let (a, b) = self.pages(addr, len);
@@ -241,6 +254,9 @@ impl MemoryEvents for Subscriber {
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();
+            } else if s.pid != std::process::id() {
+                // Forked while the monitor was busy: no thread will ever clear it here.
+                return false;
             } else {
                 std::thread::yield_now();
             }
