@@ -1,7 +1,9 @@
 //! End to end: two rendezvous transfers from one buffer address, with the buffer unmapped and
-//! mapped again (new pages, new contents) between them. Rank 0 exposes its buffer; rank 1
-//! reads it with `fi_read` into its own memory and checks every byte. Rank 0 checks that the
-//! second exposure was not served by the registration of the unmapped buffer.
+//! mapped again (new pages, new contents) between them; rank 1 checks every byte it receives
+//! and rank 0 checks that the second transfer was not served by the registration of the
+//! unmapped buffer. Two forms: `remap`, on the transport (rank 0 exposes its buffer, rank 1
+//! reads it with `fi_read`), and `engine`, two blocking `Engine::send`s of 4 MiB (the engine's
+//! rendezvous over the same transport).
 //!
 //! What it can and cannot prove. The providers that run here (`tcp;ofi_rxm`, libfabric's
 //! `tcp`) read the source through its virtual address when the read is served, so the data
@@ -23,7 +25,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use weft_engine::transport::{GetStatus, RKey, Transport};
+use std::cell::Cell;
+use std::rc::Rc;
+
+use weft_engine::transport::{GetStatus, Header, RKey, Transport, TransportError};
+use weft_engine::{Engine, EngineConfig};
+use weft_fabric::rcache::RCacheStats;
 use weft_fabric::{OfiConfig, OfiTransport};
 
 const CHILD_ARGS: &[&str] = &["child_main", "--exact", "--nocapture", "--test-threads=1"];
@@ -40,6 +47,7 @@ fn child_main() {
     match (c.role.as_str(), c.rank) {
         ("remap", 0) => sender(&c, &mut t, &monitor),
         ("remap", 1) => receiver(&c, &mut t),
+        ("engine", _) => engine(&c, t, &monitor),
         (r, k) => panic!("unknown role {r} rank {k}"),
     }
 }
@@ -119,18 +127,109 @@ fn receiver(c: &ChildEnv, t: &mut OfiTransport) {
     barrier(c, "done");
 }
 
-/// Run the two ranks with `monitor` on every test provider; returns rank 0's cache counters
-/// `(hits, misses, invalidations)` per provider.
+/// The transport, passing everything through, with the cache counters after each `expose`
+/// kept where the test can read them once the engine is done with it.
+struct Recorded {
+    t: OfiTransport,
+    after_expose: Rc<Cell<RCacheStats>>,
+}
+
+impl Transport for Recorded {
+    fn name(&self) -> &'static str {
+        self.t.name()
+    }
+    fn eager_limit(&self) -> usize {
+        self.t.eager_limit()
+    }
+    fn try_send(&mut self, peer: u32, hdr: &Header, payload: &[u8]) -> Result<bool, TransportError> {
+        self.t.try_send(peer, hdr, payload)
+    }
+    fn poll(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8])) -> usize {
+        self.t.poll(budget, sink)
+    }
+    fn poll_until(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8]) -> bool) -> usize {
+        self.t.poll_until(budget, sink)
+    }
+    fn expose(&mut self, peer: u32, addr: *const u8, len: usize) -> Result<RKey, TransportError> {
+        let k = self.t.expose(peer, addr, len);
+        self.after_expose.set(self.t.rcache_stats().0);
+        k
+    }
+    fn unexpose(&mut self, peer: u32, key: &RKey) {
+        self.t.unexpose(peer, key)
+    }
+    unsafe fn get(
+        &mut self,
+        peer: u32,
+        key: &RKey,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<GetStatus, TransportError> {
+        // SAFETY: the caller's guarantee on `dst`, passed on unchanged.
+        unsafe { self.t.get(peer, key, dst, len) }
+    }
+    fn poll_gets(&mut self, done: &mut Vec<(u64, Result<(), TransportError>)>) {
+        self.t.poll_gets(done)
+    }
+    fn poll_failures(&mut self, out: &mut Vec<u32>) {
+        self.t.poll_failures(out)
+    }
+}
+
+/// Two blocking rendezvous sends by the engine from one address, the buffer unmapped and
+/// mapped again between them.
+fn engine(c: &ChildEnv, t: OfiTransport, monitor: &str) {
+    let inval = t.rcache_invalidation();
+    let after_expose = Rc::new(Cell::new(RCacheStats::default()));
+    let mut e = Engine::new(c.rank, 2, EngineConfig::default());
+    e.add_transport(Box::new(Recorded { t, after_expose: after_expose.clone() }), &[1 - c.rank]);
+    let w = e.world();
+    if c.rank == 0 {
+        let a = map_at(None, 1);
+        for round in 1..=2u8 {
+            if round == 2 {
+                // The first send returned: the engine no longer exposes the buffer.
+                unmap(a, LEN);
+                map_at(Some(a), 2);
+            }
+            // SAFETY: `a` is a live mapping of LEN bytes that nothing writes during the send.
+            let buf = unsafe { std::slice::from_raw_parts(a as *const u8, LEN) };
+            e.send(w, buf, 1, round as i32).unwrap();
+        }
+        let st = after_expose.get();
+        eprintln!("rcache_stale engine: monitor {monitor} ({inval}): {st:?}");
+        put_file(&c.dir, "stats", format!("{} {} {}", st.hits, st.misses, st.invalidations).as_bytes());
+        if inval == "monitor" {
+            assert_eq!((st.hits, st.misses), (0, 2), "the second send used the stale registration");
+        }
+    } else {
+        for round in 1..=2u8 {
+            let mut back = vec![0u8; LEN];
+            let s = e.recv(w, &mut back, 0, round as i32).unwrap();
+            assert_eq!(s.count, LEN);
+            let bad = back.iter().enumerate().filter(|&(i, &b)| b != pattern(round, i)).count();
+            assert_eq!(bad, 0, "engine round {round}: {bad} bytes differ from what rank 0 sent");
+        }
+    }
+    e.finalize();
+    barrier(c, "done");
+}
+
+/// Run both forms with `monitor` on every test provider; returns rank 0's cache counters
+/// `(hits, misses, invalidations)` per form and provider.
 fn run(monitor: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for p in test_providers() {
-        let dir = scratch_dir("rcache-stale");
-        set_provider(&dir, &p);
-        put_file(&dir, "monitor", monitor.as_bytes());
-        let mut ch = spawn("remap", 2, &dir, CHILD_ARGS, WATCHDOG);
-        wait_all(&mut ch, &[]);
-        out.push((p, String::from_utf8(std::fs::read(dir.join("stats")).unwrap()).unwrap()));
-        let _ = std::fs::remove_dir_all(&dir);
+        for role in ["remap", "engine"] {
+            let dir = scratch_dir("rcache-stale");
+            set_provider(&dir, &p);
+            put_file(&dir, "monitor", monitor.as_bytes());
+            let mut ch = spawn(role, 2, &dir, CHILD_ARGS, WATCHDOG);
+            wait_all(&mut ch, &[]);
+            let stats = String::from_utf8(std::fs::read(dir.join("stats")).unwrap()).unwrap();
+            out.push((format!("{role} on {p}"), stats));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
     out
 }
