@@ -112,14 +112,15 @@ fn madvise_dontneed_and_mremap_invalidate() {
 fn free_of_a_large_buffer_invalidates() {
     let _g = serial();
     let Some(mut c) = cache() else { return };
-    // 4 MiB: above glibc's mmap threshold, so `free` unmaps it.
-    let v = vec![7u8; 4 << 20];
+    // 40 MiB: above glibc's mmap threshold even after it has grown to its 32 MiB maximum, so
+    // the allocation is a mapping of its own and `free` unmaps it.
+    let v = vec![7u8; 40 << 20];
     let (a, l) = (v.as_ptr() as usize, v.len());
     use_once(&mut c, a, l, 1);
     drop(v);
     // glibc may place the next buffer elsewhere (its mmap threshold grows after such a free);
     // wherever it is, nothing of the freed one may be served, and the free was seen.
-    let w = vec![8u8; 4 << 20];
+    let w = vec![8u8; 40 << 20];
     let served = use_once(&mut c, w.as_ptr() as usize, w.len(), 2);
     assert_eq!(served, 2, "a registration of the freed buffer was served");
     assert!(c.stats().invalidations >= 1);
