@@ -27,6 +27,7 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_SHM", default: "on", help: "on: peers on the same node use shared memory; off: every peer goes through the network transport (testing)" },
     Key { name: "WEFT_FI_PROVIDER", default: "auto", help: "libfabric provider for inter-node traffic (auto = best RDM provider: verbs;ofi_rxm, cxi, efa, ..., tcp;ofi_rxm)" },
     Key { name: "WEFT_FI_DOMAIN", default: "auto", help: "libfabric domain (NIC / interface) to use, e.g. mlx5_0 or lo; auto = the provider's first" },
+    Key { name: "WEFT_RCACHE_MONITOR", default: "on", help: "libfabric registration cache: on (registrations of memory that is unmapped, freed to the system or remapped are dropped, learnt from a userfaultfd monitor; where userfaultfd is not permitted nothing is cached) | off (kept regardless: stale on pinning providers once a buffer is unmapped and mapped again; testing)" },
     Key { name: "WEFT_BIND", default: "core", help: "process binding: core (one core per local rank) | numa (the NUMA node of that core) | none" },
     Key { name: "WEFT_COLL_BARRIER", default: "auto", help: "barrier algorithm: auto | bruck | binomial | knomial | flat | linear | binbin | binstar" },
     Key { name: "WEFT_COLL_BCAST", default: "auto", help: "bcast algorithm: auto | binomial | knomial | flat | linear | binbin | binstar" },
@@ -79,6 +80,8 @@ pub struct Config {
     pub fi_provider: Option<String>,
     /// `WEFT_FI_DOMAIN` (`None` = the provider's first domain).
     pub fi_domain: Option<String>,
+    /// `WEFT_RCACHE_MONITOR`.
+    pub rcache_monitor: bool,
     /// `WEFT_BIND`.
     pub bind: Bind,
     /// `WEFT_COLL_<NAME>`: per-collective algorithm overrides.
@@ -166,6 +169,13 @@ impl Config {
                 }
                 "WEFT_FI_PROVIDER" => c.fi_provider = auto_or(&v),
                 "WEFT_FI_DOMAIN" => c.fi_domain = auto_or(&v),
+                "WEFT_RCACHE_MONITOR" => {
+                    c.rcache_monitor = match v.trim() {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(bad(&k, &v, "expected on or off")),
+                    }
+                }
                 "WEFT_BIND" => {
                     c.bind = match v.trim() {
                         "core" => Bind::Core,
@@ -238,6 +248,7 @@ impl Config {
             "WEFT_SHM" => if self.shm { "on" } else { "off" }.into(),
             "WEFT_FI_PROVIDER" => self.fi_provider.clone().unwrap_or_else(|| "auto".into()),
             "WEFT_FI_DOMAIN" => self.fi_domain.clone().unwrap_or_else(|| "auto".into()),
+            "WEFT_RCACHE_MONITOR" => if self.rcache_monitor { "on" } else { "off" }.into(),
             "WEFT_BIND" => match self.bind {
                 Bind::Core => "core".into(),
                 Bind::Numa => "numa".into(),
@@ -269,6 +280,7 @@ impl Default for Config {
             shm: true,
             fi_provider: None,
             fi_domain: None,
+            rcache_monitor: true,
             bind: Bind::Core,
             coll: weft_coll::Overrides::default(),
             ft_hb_period_ms: None,

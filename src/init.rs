@@ -95,6 +95,7 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             provider: cfg.fi_provider.clone(),
             domain: cfg.fi_domain.clone(),
             eager_limit: cfg.eager_limit.max(64),
+            rcache_monitor: if cfg.rcache_monitor { "on" } else { "off" }.into(),
             ..OfiConfig::default()
         };
         let ofi = OfiTransport::open(me, size, &ocfg).map_err(TransportError::from)?;

@@ -2,11 +2,12 @@
 //!
 //! One module per libfabric object, as in libfabric's `prov/` layout and rust-ibverbs:
 //! [`info`] (`fi_getinfo`, provider selection), [`fabric`], [`domain`], [`av`], [`cq`],
-//! [`ep`], [`mr`] (+ [`rcache`], the registration cache), with the data-path calls apart in
-//! [`data`]. Teardown order is enforced by ownership: every object holds an `Rc` to its
-//! parent (endpoint → CQ, AV → domain → fabric; an MR → domain, and → endpoint under
-//! `FI_MR_ENDPOINT`), so a parent is closed only after its last child. `unsafe` is confined to
-//! these thin wrapper modules and `weft-fabric-sys`.
+//! [`ep`], [`mr`] (+ [`rcache`], the registration cache, invalidated by the userfaultfd
+//! [`monitor`]), with the data-path calls apart in [`data`]. Teardown order is enforced by
+//! ownership: every object holds an `Rc` to its parent (endpoint → CQ, AV → domain → fabric;
+//! an MR → domain, and → endpoint under `FI_MR_ENDPOINT`), so a parent is closed only after
+//! its last child. `unsafe` is confined to these thin wrapper modules (in [`monitor`], only
+//! the creation of a userfaultfd by system call) and `weft-fabric-sys`.
 //!
 //! [`OfiTransport`] implements the engine's `Transport`. Construction has two phases around
 //! the runtime's modex:
@@ -31,6 +32,7 @@ pub mod ep;
 pub mod error;
 pub mod fabric;
 pub mod info;
+pub mod monitor;
 pub mod mr;
 pub mod rcache;
 pub mod transport;

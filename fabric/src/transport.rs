@@ -37,7 +37,7 @@ use crate::error::{is_connection_loss, strerror, FabricError};
 use crate::fabric::Fabric;
 use crate::info::{self, Info};
 use crate::mr::{Mr, MrMode};
-use crate::rcache::{RCache, RCacheStats};
+use crate::rcache::{Invalidation, RCache, RCacheStats, RegId};
 
 /// Transport settings (the facade fills them from `WEFT_*` variables).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,6 +53,11 @@ pub struct OfiConfig {
     pub eager_limit_emulated_rma: usize,
     /// Idle registrations kept by the registration cache (default 256; 0 disables caching).
     pub rcache_entries: usize,
+    /// Registration-cache invalidation (`WEFT_RCACHE_MONITOR`): `on` (default) drops cached
+    /// registrations whose memory is unmapped, learnt from a userfaultfd monitor, and caches
+    /// nothing where userfaultfd is not permitted; `off` keeps them regardless (stale on
+    /// pinning providers once memory is unmapped and mapped again: for tests).
+    pub rcache_monitor: String,
     /// Pre-posted receive buffers (default 128; capped by the provider's rx queue size).
     pub rx_buffers: usize,
     /// Send-pool buffers for messages above `inject_size` (default 64; capped by tx size).
@@ -69,6 +74,7 @@ impl Default for OfiConfig {
             eager_limit: 16 << 10,
             eager_limit_emulated_rma: 64 << 10,
             rcache_entries: 256,
+            rcache_monitor: "on".into(),
             rx_buffers: 128,
             tx_buffers: 64,
             read_chunk: 0,
@@ -77,10 +83,39 @@ impl Default for OfiConfig {
 }
 
 impl OfiConfig {
-    /// Defaults, with `provider` and `domain` from `WEFT_FI_PROVIDER` / `WEFT_FI_DOMAIN`.
+    /// Defaults, with `provider`, `domain` and `rcache_monitor` from `WEFT_FI_PROVIDER`,
+    /// `WEFT_FI_DOMAIN` and `WEFT_RCACHE_MONITOR`.
     pub fn from_env() -> OfiConfig {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        OfiConfig { provider: var("WEFT_FI_PROVIDER"), domain: var("WEFT_FI_DOMAIN"), ..OfiConfig::default() }
+        let d = OfiConfig::default();
+        OfiConfig {
+            provider: var("WEFT_FI_PROVIDER"),
+            domain: var("WEFT_FI_DOMAIN"),
+            rcache_monitor: var("WEFT_RCACHE_MONITOR").unwrap_or(d.rcache_monitor.clone()),
+            ..d
+        }
+    }
+
+    /// The registration cache's invalidation for `rcache_monitor`. With `on` and no
+    /// userfaultfd, the cache keeps nothing, and the first transport of the process says why
+    /// on stderr.
+    fn invalidation(&self) -> Result<Invalidation, FabricError> {
+        match self.rcache_monitor.as_str() {
+            "off" => Ok(Invalidation::Off),
+            "on" => Ok(match crate::monitor::subscribe() {
+                Ok(s) => Invalidation::Monitor(Box::new(s)),
+                Err(e) => {
+                    static WARNED: std::sync::Once = std::sync::Once::new();
+                    WARNED.call_once(|| {
+                        eprintln!(
+                            "weft: registration cache disabled (every rendezvous registers afresh): {e}"
+                        )
+                    });
+                    Invalidation::Unavailable
+                }
+            }),
+            v => Err(FabricError::Config(format!("WEFT_RCACHE_MONITOR must be on or off, not {v:?}"))),
+        }
     }
 }
 
@@ -243,7 +278,7 @@ struct Get {
     key: u64,
     desc: *mut c_void,
     /// Local registration of `dst` (FI_MR_LOCAL), released at completion.
-    local: Option<(usize, usize)>,
+    local: Option<RegId>,
     outstanding: u32,
     err: Option<TransportError>,
 }
@@ -300,8 +335,8 @@ pub struct OfiTransport {
     gets: HashMap<u64, Get>,
     gets_done: Vec<(u64, Result<(), TransportError>)>,
     next_token: u64,
-    /// MR key → `(addr, len)` of exposures not yet withdrawn.
-    exposed: HashMap<u64, (usize, usize)>,
+    /// MR key → cache entry of exposures not yet withdrawn.
+    exposed: HashMap<u64, RegId>,
     newly_dead: Vec<u32>,
     stats: OfiStats,
 }
@@ -335,6 +370,7 @@ impl OfiTransport {
         if cfg.eager_limit > 1 << 30 {
             return Err(FabricError::Config(format!("eager_limit {} is too large", cfg.eager_limit)));
         }
+        let inval = cfg.invalidation()?;
         let info = info::select(cfg.provider.as_deref(), cfg.domain.as_deref())?;
         let e = info.first().expect("select returns one entry");
         let mode = MrMode::from_bits(e.mr_mode(), e.mr_key_size())?;
@@ -397,7 +433,7 @@ impl OfiTransport {
 
         let mut t = OfiTransport {
             ep,
-            rcache: RCache::new(cfg.rcache_entries),
+            rcache: RCache::with_invalidation(cfg.rcache_entries, inval),
             tx_mr,
             rx_mr,
             _av: av.clone(),
@@ -513,6 +549,11 @@ impl OfiTransport {
     /// Registration-cache counters and current size.
     pub fn rcache_stats(&self) -> (RCacheStats, usize) {
         (self.rcache.stats(), self.rcache.len())
+    }
+
+    /// How the registration cache learns of unmapped memory (`off`, `monitor`, `unavailable`).
+    pub fn rcache_invalidation(&self) -> &'static str {
+        self.rcache.invalidation().name()
     }
 
     /// True if `(addr, len)` is currently registered in the cache.
@@ -655,8 +696,8 @@ impl OfiTransport {
 
     fn finish_get(&mut self, token: u64) {
         let Some(g) = self.gets.remove(&token) else { return };
-        if let Some((a, l)) = g.local {
-            self.rcache.release(a, l);
+        if let Some(id) = g.local {
+            self.rcache.release(id);
         }
         self.gets_done.push((token, g.err.map_or(Ok(()), Err)));
     }
@@ -891,7 +932,7 @@ impl Transport for OfiTransport {
         }
         let (domain, ep, mode) = (&self.domain, &self.ep, self.mode);
         let next_key = &mut self.next_mr_key;
-        let mr = self.rcache.acquire(addr as usize, len, || {
+        let (id, mr) = self.rcache.acquire(addr as usize, len, || {
             *next_key += 1;
             let access = (sys::FI_REMOTE_READ | sys::FI_READ) as u64;
             // SAFETY: the engine keeps `addr..addr+len` alive until unexpose; the cached
@@ -901,7 +942,7 @@ impl Transport for OfiTransport {
         let key = mr.key();
         let remote = if mode.virt_addr { addr as u64 } else { (addr as usize - mr.addr()) as u64 };
         self.stats.last_expose = (mr.addr(), mr.len());
-        self.exposed.insert(key, (addr as usize, len));
+        self.exposed.insert(key, id);
         Ok(RemoteRegion { addr: remote, key, len: len as u64, owner: self.me }.encode())
     }
 
@@ -910,8 +951,8 @@ impl Transport for OfiTransport {
         if r.len == 0 {
             return;
         }
-        if let Some(&(a, l)) = self.exposed.get(&r.key) {
-            if self.rcache.release(a, l) == Some(0) {
+        if let Some(&id) = self.exposed.get(&r.key) {
+            if self.rcache.release(id) == Some(0) {
                 self.exposed.remove(&r.key);
             }
         }
@@ -946,14 +987,14 @@ impl Transport for OfiTransport {
         if self.mode.local {
             let (domain, ep, mode) = (&self.domain, &self.ep, self.mode);
             let next_key = &mut self.next_mr_key;
-            let mr = self.rcache.acquire(dst as usize, len, || {
+            let (id, mr) = self.rcache.acquire(dst as usize, len, || {
                 *next_key += 1;
                 let access = (sys::FI_REMOTE_READ | sys::FI_READ) as u64;
                 // SAFETY: the caller keeps dst valid until the read is reported.
                 unsafe { Mr::reg(domain, Some(ep), mode, dst, len, access, *next_key) }
             })?;
             desc = mr.desc();
-            local = Some((dst as usize, len));
+            local = Some(id);
         }
         let token = self.next_token;
         self.next_token += 1;
@@ -978,8 +1019,8 @@ impl Transport for OfiTransport {
                 Some(g) if g.outstanding > 0 => g.err = Some(e),
                 Some(_) => {
                     let g = self.gets.remove(&token).expect("present");
-                    if let Some((a, l)) = g.local {
-                        self.rcache.release(a, l);
+                    if let Some(id) = g.local {
+                        self.rcache.release(id);
                     }
                     return Err(e);
                 }
@@ -1098,6 +1139,17 @@ mod tests {
         t.poll_failures(&mut f);
         assert!(f.is_empty());
         assert_eq!(t.poll(16, &mut |_, _, _| panic!("no traffic")), 0);
+    }
+
+    #[test]
+    fn rcache_monitor_setting() {
+        let bad = OfiConfig { rcache_monitor: "maybe".into(), ..lo() };
+        assert!(matches!(OfiTransport::open(0, 2, &bad), Err(FabricError::Config(m)) if m.contains("maybe")));
+        let off = OfiTransport::open(0, 2, &OfiConfig { rcache_monitor: "off".into(), ..lo() }).unwrap();
+        assert_eq!(off.rcache_invalidation(), "off");
+        // "monitor" where userfaultfd is permitted, "unavailable" (nothing cached) elsewhere.
+        let on = OfiTransport::open(0, 2, &lo()).unwrap();
+        assert_ne!(on.rcache_invalidation(), "off");
     }
 
     #[test]

@@ -65,3 +65,43 @@ pub fn barrier_polling(c: &ChildEnv, t: &mut OfiTransport, tag: &str, m: u32) {
         t.poll_gets(&mut d);
     });
 }
+
+/// A new private anonymous mapping of `len` bytes whose byte `i` is `fill(i)`. With `at`, it
+/// is placed there: beside nothing (`MAP_FIXED_NOREPLACE`), or over the caller's own mapping
+/// (`MAP_FIXED`, when `replace`: an unmap and a map in one call). Returns its address.
+pub fn map_anon(at: Option<usize>, len: usize, replace: bool, fill: impl Fn(usize) -> u8) -> usize {
+    use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
+    let fixed = match (at, replace) {
+        (None, _) => MapFlags::empty(),
+        (Some(_), false) => MapFlags::MAP_FIXED_NOREPLACE,
+        (Some(_), true) => MapFlags::MAP_FIXED,
+    };
+    // SAFETY: an anonymous mapping; MAP_FIXED_NOREPLACE never replaces an existing one, and
+    // callers pass `replace` only over a mapping of their own that nothing references.
+    let p = unsafe {
+        mmap_anonymous(
+            at.and_then(std::num::NonZeroUsize::new),
+            std::num::NonZeroUsize::new(len).expect("a non-empty mapping"),
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | fixed,
+        )
+    }
+    .expect("mmap");
+    let a = p.as_ptr() as usize;
+    if let Some(want) = at {
+        assert_eq!(a, want, "mapped at the address asked for");
+    }
+    // SAFETY: the mapping was just created, `len` bytes, writable, referenced by nothing else.
+    let buf = unsafe { std::slice::from_raw_parts_mut(a as *mut u8, len) };
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = fill(i);
+    }
+    a
+}
+
+/// Unmap `a..a + len`, a mapping made by [`map_anon`] that nothing references any more.
+pub fn unmap(a: usize, len: usize) {
+    let p = std::ptr::NonNull::new(a as *mut std::ffi::c_void).expect("a mapped address");
+    // SAFETY: the caller's own mapping, with no reference into it left.
+    unsafe { nix::sys::mman::munmap(p, len) }.expect("munmap");
+}
