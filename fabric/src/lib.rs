@@ -1,7 +1,8 @@
 //! `weft-fabric`: weft's network transport over libfabric.
 //!
 //! One module per libfabric object, as in libfabric's `prov/` layout and rust-ibverbs:
-//! [`info`] (`fi_getinfo`, provider selection), [`fabric`], [`domain`], [`av`], [`cq`],
+//! [`library`] (the loaded libfabric: version, path), [`info`] (`fi_getinfo`, provider
+//! selection), [`fabric`], [`domain`], [`av`], [`cq`],
 //! [`ep`], [`mr`] (+ [`rcache`], the registration cache), with the data-path calls apart in
 //! [`data`]. Teardown order is enforced by ownership: every object holds an `Rc` to its
 //! parent (endpoint → CQ, AV → domain → fabric; an MR → domain, and → endpoint under
@@ -31,6 +32,7 @@ pub mod ep;
 pub mod error;
 pub mod fabric;
 pub mod info;
+pub mod library;
 pub mod mr;
 pub mod rcache;
 pub mod transport;
@@ -39,18 +41,4 @@ pub use error::FabricError;
 pub use info::{providers, ProviderInfo};
 pub use transport::{OfiConfig, OfiStats, OfiTransport, RemoteRegion};
 
-/// Version of the libfabric library loaded at run time, `(major, minor)` (`fi_version`).
-pub fn version() -> (u32, u32) {
-    // SAFETY: fi_version takes no arguments and only returns a constant.
-    let v = unsafe { weft_fabric_sys::fi_version() };
-    (weft_fabric_sys::fi_major(v), weft_fabric_sys::fi_minor(v))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn version_is_at_least_1_17() {
-        let (maj, min) = super::version();
-        assert!((maj, min) >= (1, 17), "{maj}.{min}");
-    }
-}
+pub use library::version;
