@@ -37,7 +37,12 @@ fn prints_every_section_and_key() {
     }
     assert!(out.contains(&format!("version: {}", env!("CARGO_PKG_VERSION"))), "{out}");
     assert!(out.contains("cores "), "topology summary missing:\n{out}");
-    assert!(out.contains("  version: 1."), "libfabric version missing:\n{out}");
+    let (maj, min) = weft_fabric::version();
+    assert!(out.contains(&format!("  version: {maj}.{min}\n")), "libfabric version missing:\n{out}");
+    // The file this process loaded (the same library the child loads: same environment).
+    let lib = weft_fabric::library::path().expect("libfabric is a shared object");
+    assert!(out.contains(&format!("  loaded from: {}\n", lib.display())), "libfabric path missing:\n{out}");
+    assert!(out.contains(&format!("  API version requested: {maj}.{min}\n")), "{out}");
     assert!(out.contains("usable providers (FI_EP_RDM + FI_TAGGED)"), "{out}");
     assert!(out.contains("a job started here would use: singleton"), "{out}");
     assert!(out.contains("backends built (tried in this order): pmix, pmi2, singleton"), "{out}");

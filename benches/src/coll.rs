@@ -351,7 +351,7 @@ fn weft_cmd(cli: &CollCli) -> Result<Command, String> {
 fn build_peer(peer: Peer) -> Result<PathBuf, String> {
     const SOURCE: &str = include_str!("../peers/osu_coll.c");
     const SOURCE_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/peers/osu_coll.c");
-    let mpicc = peers::which(peer.mpicc()).ok_or_else(|| peer.unavailable(peer.mpicc()).to_string())?;
+    let mpicc = peer.mpicc_path().map_err(|e| e.to_string())?;
     let dir = peers::build_dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let src = if PathBuf::from(SOURCE_PATH).is_file() {
@@ -381,7 +381,7 @@ fn build_peer(peer: Peer) -> Result<PathBuf, String> {
 }
 
 fn peer_cmd(peer: Peer, cli: &CollCli, prog: &PathBuf) -> Result<Command, String> {
-    let mpirun = peers::which(peer.mpirun()).ok_or_else(|| peer.unavailable(peer.mpirun()).to_string())?;
+    let mpirun = peer.mpirun_path().map_err(|e| e.to_string())?;
     let n = cli.ranks.to_string();
     let ncores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut cmd = Command::new(mpirun);
@@ -397,7 +397,8 @@ fn peer_cmd(peer: Peer, cli: &CollCli, prog: &PathBuf) -> Result<Command, String
                 .args(["--allow-run-as-root", "--oversubscribe", "-n", &n])
                 .args(["--bind-to", bind, "--map-by", "core", "--mca", "btl", "self,vader"]);
         }
-        Peer::Mpich => {
+        // The wheel's MPICH is a peer of the network path only (not in `Peer::ALL`).
+        Peer::Mpich | Peer::MpichOfi => {
             cmd.args(["-n", &n, "-bind-to", if cli.no_pin { "none" } else { "core" }]);
         }
     }

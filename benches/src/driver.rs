@@ -166,6 +166,12 @@ fn run_weft(cli: &Cli) -> JobOutput {
             cmd.env("WEFT_FI_PROVIDER", fipp::provider())
                 .env("WEFT_FI_DOMAIN", "lo")
                 .env("WEFT_BIND", "none");
+            // Beside MPICH over the wheel's libfabric, weft runs over that same library.
+            if cli.peers {
+                if let Some(w) = peers::mpich_wheel() {
+                    cmd.envs(w.libfabric_env());
+                }
+            }
         }
         cmd.arg(exe).arg("--worker").args(cli.worker_args());
         if cli.no_pin {
@@ -195,7 +201,11 @@ pub fn run(cli: &Cli) -> ExitCode {
     // Implementations that failed or are unavailable are not retried in later rounds.
     let mut weft_dead = false;
     let mut dead_peers: Vec<Peer> = Vec::new();
-    let peer_list: &[Peer] = if cli.peers { &Peer::ALL } else { &[] };
+    let peer_list: &[Peer] = match (cli.peers, cli.net_mode()) {
+        (false, _) => &[],
+        (true, false) => &Peer::ALL,
+        (true, true) => &Peer::NET,
+    };
     let mut fipp_setup = None;
     if cli.fi_pingpong {
         match fipp::prepare(!cli.no_pin) {

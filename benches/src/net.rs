@@ -70,7 +70,7 @@ pub fn net_table(table: &str, cli: &Cli, peers: &[&str]) -> String {
         fipp::provider()
     );
     for p in peers {
-        if let Some(how) = Peer::ALL.iter().find(|q| q.name() == *p).map(|q| q.net_description()) {
+        if let Some(how) = Peer::NET.iter().find(|q| q.name() == *p).map(|q| q.net_description()) {
             out += &format!("# network path (tcp, loopback): {p}: {how}\n");
         }
     }

@@ -1,6 +1,10 @@
 //! The MPI peer programs: `benches/peers/osu_p2p.c` built with each MPI's compiler wrapper into
 //! `<target>/peers/osu_p2p.<impl>` (on demand, when missing or older than the source) and
 //! launched with that MPI's `mpirun`, under the same hard timeout as the weft job.
+//!
+//! Peers: Debian's Open MPI and MPICH (on `$PATH`), and, on the network path only, MPICH 5.0.2
+//! from the `mpich` pip wheel over its own libfabric 2.x (`ch4:ofi`, [`mpich_wheel`]): the
+//! same library and provider the weft job is then given.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,6 +22,8 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(180);
 pub enum Peer {
     OpenMpi,
     Mpich,
+    /// MPICH 5.0.2 from the pip wheel, netmod `ofi` over the wheel's libfabric (`--net` only).
+    MpichOfi,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -29,37 +35,64 @@ pub enum PeerError {
 }
 
 impl Peer {
+    /// The peers of the shared-memory benchmarks.
     pub const ALL: [Peer; 2] = [Peer::OpenMpi, Peer::Mpich];
+    /// The peers of the network path (`--net`).
+    pub const NET: [Peer; 3] = [Peer::OpenMpi, Peer::Mpich, Peer::MpichOfi];
 
     pub fn name(self) -> &'static str {
         match self {
             Peer::OpenMpi => "openmpi",
             Peer::Mpich => "mpich",
+            Peer::MpichOfi => "mpich-ofi",
         }
     }
 
-    pub(crate) fn mpicc(self) -> &'static str {
+    fn mpicc(self) -> &'static str {
         match self {
             Peer::OpenMpi => "mpicc.openmpi",
             Peer::Mpich => "mpicc.mpich",
+            Peer::MpichOfi => "mpicc",
         }
     }
 
-    pub(crate) fn mpirun(self) -> &'static str {
+    fn mpirun(self) -> &'static str {
         match self {
             Peer::OpenMpi => "mpirun.openmpi",
             Peer::Mpich => "mpirun.mpich",
+            Peer::MpichOfi => "mpiexec",
         }
+    }
+
+    /// Where `tool` of this peer is: `$PATH` for Debian's MPIs, the wheel's `bin/` for the
+    /// wheel's MPICH.
+    fn tool(self, tool: &'static str) -> Result<PathBuf, PeerError> {
+        let found = match self {
+            Peer::MpichOfi => mpich_wheel().map(|w| w.prefix.join("bin").join(tool)).filter(|p| p.is_file()),
+            _ => which(tool),
+        };
+        found.ok_or_else(|| self.unavailable(tool))
+    }
+
+    /// The compiler wrapper.
+    pub(crate) fn mpicc_path(self) -> Result<PathBuf, PeerError> {
+        self.tool(self.mpicc())
+    }
+
+    /// The launcher.
+    pub(crate) fn mpirun_path(self) -> Result<PathBuf, PeerError> {
+        self.tool(self.mpirun())
     }
 
     fn packages(self) -> &'static str {
         match self {
             Peer::OpenMpi => "openmpi-bin libopenmpi-dev",
             Peer::Mpich => "mpich libmpich-dev",
+            Peer::MpichOfi => "the mpich==5.0.2 pip wheel: scripts/setup --mpich-peer target/mpich-venv, or set MPICH_WHEEL_PREFIX",
         }
     }
 
-    pub(crate) fn unavailable(self, tool: &'static str) -> PeerError {
+    fn unavailable(self, tool: &'static str) -> PeerError {
         PeerError::Unavailable { peer: self.name(), tool, pkgs: self.packages() }
     }
 
@@ -72,8 +105,83 @@ impl Peer {
                 let env: Vec<String> = mpich_net_env(&dev).iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("device {dev}, shared memory off: {}; hydra -iface lo", env.join(" "))
             }
+            Peer::MpichOfi => match mpich_wheel() {
+                Some(w) => {
+                    let env: Vec<String> = w.net_env().iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    format!(
+                        "MPICH 5.0.2 pip wheel {}, libfabric {} (weft's job is given the same: \
+                         LD_LIBRARY_PATH, FI_PROVIDER_PATH), {}; hydra -iface lo",
+                        w.prefix.display(),
+                        w.libfabric_dir().join("libfabric.so.1").display(),
+                        env.join(" ")
+                    )
+                }
+                None => "unavailable (no mpich wheel found)".into(),
+            },
         }
     }
+}
+
+/// The mpich==5.0.2 pip wheel: an install prefix with `bin/mpicc`, `bin/mpiexec` (hydra) and
+/// `lib/mpich/libfabric.so.1` (libfabric 2.x, its providers in `lib/mpich/libfabric/`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MpichWheel {
+    pub prefix: PathBuf,
+}
+
+impl MpichWheel {
+    /// The directory holding the wheel's `libfabric.so.1`.
+    pub fn libfabric_dir(&self) -> PathBuf {
+        self.prefix.join("lib").join("mpich")
+    }
+
+    /// Environment that puts a process on the wheel's libfabric: its directory first on
+    /// `LD_LIBRARY_PATH` (which takes precedence over the wheel's own RUNPATH and the system
+    /// library) and its provider directory as `FI_PROVIDER_PATH`.
+    pub fn libfabric_env(&self) -> Vec<(&'static str, String)> {
+        let dir = self.libfabric_dir();
+        let mut ld = dir.display().to_string();
+        if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|v| !v.is_empty()) {
+            ld = format!("{ld}:{}", old.to_string_lossy());
+        }
+        vec![("LD_LIBRARY_PATH", ld), ("FI_PROVIDER_PATH", dir.join("libfabric").display().to_string())]
+    }
+
+    /// MPICH's network path on `lo` over the provider weft's job uses: netmod `ofi`, shared
+    /// memory off, `FI_PROVIDER` = weft's provider.
+    pub fn net_env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("MPIR_CVAR_CH4_NETMOD", "ofi".into()),
+            ("MPIR_CVAR_CH4_SHM_ENABLE", "0".into()),
+            ("MPIR_CVAR_NOLOCAL", "1".into()),
+            ("FI_PROVIDER", crate::fipp::provider().into()),
+            ("FI_TCP_IFACE", "lo".into()),
+        ]
+    }
+}
+
+/// Where the mpich wheel is: `$MPICH_WHEEL_PREFIX`, else `<target>/mpich-venv` (made by
+/// `scripts/setup --mpich-peer target/mpich-venv`), else the prefix of the `python3` on
+/// `$PATH`; the first that holds the wheel's compiler, launcher and libfabric. Resolved once.
+pub fn mpich_wheel() -> Option<MpichWheel> {
+    static W: std::sync::OnceLock<Option<MpichWheel>> = std::sync::OnceLock::new();
+    W.get_or_init(|| {
+        let python_prefix = || {
+            let o = Command::new("python3").args(["-c", "import sys; print(sys.prefix)"]).output().ok()?;
+            o.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        };
+        let venv = build_dir().parent().map(|t| t.join("mpich-venv"));
+        let env = std::env::var_os("MPICH_WHEEL_PREFIX").map(PathBuf::from);
+        [env, venv].into_iter().flatten().chain(std::iter::from_fn(python_prefix).take(1)).find_map(
+            |prefix| {
+                let w = MpichWheel { prefix };
+                let ok = ["mpicc", "mpiexec"].iter().all(|t| w.prefix.join("bin").join(t).is_file())
+                    && w.libfabric_dir().join("libfabric.so.1").is_file();
+                ok.then_some(w)
+            },
+        )
+    })
+    .clone()
 }
 
 /// MPICH's device (`MPICH Device:` of `mpichversion`, e.g. `ch4:ucx`, `ch4:ofi`,
@@ -155,7 +263,7 @@ fn mtime(p: &Path) -> Option<std::time::SystemTime> {
 
 /// Builds `<dir>/osu_p2p.<peer>` when missing or older than the source.
 pub fn ensure_built(peer: Peer) -> Result<PathBuf, PeerError> {
-    let mpicc = which(peer.mpicc()).ok_or_else(|| peer.unavailable(peer.mpicc()))?;
+    let mpicc = peer.mpicc_path()?;
     let build_err = |msg: String| PeerError::Build { peer: peer.name(), msg };
     let dir = build_dir();
     std::fs::create_dir_all(&dir).map_err(|e| build_err(format!("{}: {e}", dir.display())))?;
@@ -187,7 +295,7 @@ pub fn ensure_built(peer: Peer) -> Result<PathBuf, PeerError> {
 
 /// Builds (if needed) and runs one peer; rows carry impl = the peer's name.
 pub fn run(peer: Peer, cli: &Cli) -> Result<JobOutput, PeerError> {
-    let mpirun = which(peer.mpirun()).ok_or_else(|| peer.unavailable(peer.mpirun()))?;
+    let mpirun = peer.mpirun_path()?;
     let prog = ensure_built(peer)?;
     let n = cli.ranks.to_string();
     let mut cmd = Command::new(mpirun);
@@ -224,6 +332,12 @@ pub fn run(peer: Peer, cli: &Cli) -> Result<JobOutput, PeerError> {
             if cli.net_mode() {
                 cmd.envs(mpich_net_env(&mpich_device())).args(["-iface", "lo"]);
             }
+            cmd.args(["-n", &n, "-bind-to", bind]);
+        }
+        Peer::MpichOfi => {
+            let w = mpich_wheel().ok_or_else(|| peer.unavailable(peer.mpirun()))?;
+            let bind = if cli.no_pin { "none" } else { "core" };
+            cmd.envs(w.libfabric_env()).envs(w.net_env()).args(["-iface", "lo"]);
             cmd.args(["-n", &n, "-bind-to", bind]);
         }
     }

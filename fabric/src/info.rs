@@ -1,5 +1,8 @@
 //! `fi_getinfo`: discovering providers and choosing the one the transport opens.
 //!
+//! Every query asks for the newest API version the loaded library supports
+//! ([`crate::library::api_version`]), so weft built against 1.17 headers runs on 1.17 to 2.x.
+//!
 //! Selection rules ([`select`]):
 //! 1. Hints: `FI_EP_RDM`; caps `FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ |
 //!    FI_REMOTE_READ`; `FI_ORDER_SAS` on tx and rx (per-peer FIFO, required by the `Transport`
@@ -11,12 +14,17 @@
 //!    and the domain is also enforced on the results (libfabric 1.17 ignores the domain hint
 //!    for `tcp;ofi_rxm`): an entry of another domain is never opened.
 //! 3. Without a provider name, the best match by [`provider_rank`] wins: `verbs;ofi_rxm`,
-//!    `cxi`, `efa`, `psm3`, `opx`, `psm2`, `tcp;ofi_rxm`, then anything else; `shm`, `udp`,
-//!    `sockets`, `ofi_rxd` and `net` stacks are never chosen unless named explicitly (`net`,
-//!    libfabric 1.17's RDM-native tcp, is faster for small messages than `tcp;ofi_rxm` but can
-//!    leave a dead peer unreported: see [`provider_rank`]). Ties keep libfabric's order, except
+//!    `cxi`, `efa`, `psm3`, `opx`, `psm2`, `tcp;ofi_rxm`, then anything else. Entries whose
+//!    `mr_mode` needs a registration mode the transport does not implement
+//!    (`mr::MrMode::from_bits`) are passed over. `shm`, `udp`,
+//!    `sockets`, `ofi_rxd` and `net` stacks and the RDM-native `tcp` are never chosen unless
+//!    named explicitly (`net`, libfabric 1.17's RDM-native tcp, and `tcp`, its successor from
+//!    1.18 on, are faster for small messages than `tcp;ofi_rxm` but can leave a dead peer
+//!    unreported: see [`provider_rank`]). Ties keep libfabric's order, except
 //!    that IPv4 addressing is preferred over IPv6. Among stacks that are only used when named,
-//!    the one with the fewest layers wins: `net` opens `net`, not `net;ofi_rxm`.
+//!    the one with the fewest layers wins: `net` opens `net`, not `net;ofi_rxm`. An entry whose
+//!    name is exactly the one asked for beats every other (on 2.x a hint of `tcp` also
+//!    returns `tcp;ofi_rxm`).
 //! 4. A provider name that libfabric does not know gives [`FabricError::UnknownProvider`],
 //!    listing every installed provider; a known one that does not fit gives
 //!    [`FabricError::NoProvider`].
@@ -27,9 +35,8 @@ use std::ptr;
 use weft_fabric_sys as sys;
 
 use crate::error::{ret_msg, FabricError};
-
-/// API version requested from libfabric: the headers we were built against.
-pub(crate) const API_VERSION: u32 = sys::fi_version_num(sys::FI_MAJOR_VERSION, sys::FI_MINOR_VERSION);
+use crate::library;
+use crate::mr::MrMode;
 
 /// Capabilities the transport needs.
 pub const REQUIRED_CAPS: u64 =
@@ -79,9 +86,10 @@ impl Info {
     pub fn get(hints: Option<&Hints>) -> Result<Info, FabricError> {
         let mut out: *mut sys::fi_info = ptr::null_mut();
         let h = hints.map_or(ptr::null_mut(), |h| h.0.raw);
+        let api = library::api_version();
         // SAFETY: node/service are NULL (local discovery, nothing is resolved or bound), hints
         // is NULL or a valid fi_info we own, `out` is a valid out-pointer.
-        let ret = unsafe { sys::fi_getinfo(API_VERSION, ptr::null(), ptr::null(), 0, h, &mut out) };
+        let ret = unsafe { sys::fi_getinfo(api, ptr::null(), ptr::null(), 0, h, &mut out) };
         if ret == -(sys::FI_ENODATA as i32) {
             return Ok(Info { raw: ptr::null_mut() });
         }
@@ -360,18 +368,24 @@ pub fn provider_names() -> Result<Vec<String>, FabricError> {
 }
 
 /// Preference of a provider for automatic selection (lower is better); `None`: never chosen
-/// automatically (`shm`, `udp`, `sockets`, `ofi_rxd` and `net` stacks, utility-only
-/// providers).
+/// automatically (`shm`, `udp`, `sockets`, `ofi_rxd` and `net` stacks, the RDM-native `tcp`,
+/// utility-only providers).
 ///
 /// `net` (libfabric 1.17's RDM-native tcp, which became `tcp` in 1.18) has a lower 8-byte
 /// latency than `tcp;ofi_rxm` on loopback (≈4.2 vs ≈5.2 µs), but it does not report a dead
 /// peer reliably: once the connection has failed, every send or read towards the peer makes
 /// it reconnect, the connect is refused, and the call returns `-FI_EAGAIN` — forever, with no
 /// error completion (`ofi_rxm` queues operations while it connects and fails them). It stays
-/// opt-in (`WEFT_FI_PROVIDER=net`).
+/// opt-in (`WEFT_FI_PROVIDER=net`). The RDM-native `tcp` of libfabric 1.18 and later (the same
+/// code renamed; 2.5.1 measured) behaves the same way: in the send-only kill test
+/// (`WEFT_FI_TEST_PROVIDER=tcp`, `sendonly_detection`) the sends towards the killed peer
+/// returned `-FI_EAGAIN` for 10 s with no error completion in 3 of 6 runs, where
+/// `tcp;ofi_rxm` on the same library reported every kill. It is opt-in too
+/// (`WEFT_FI_PROVIDER=tcp`). (On 1.17, `tcp` alone is a message-endpoint provider that never
+/// matches the `FI_EP_RDM` hints.)
 pub fn provider_rank(name: &str) -> Option<u32> {
     let layers: Vec<&str> = name.split(';').collect();
-    if layers.iter().any(|l| matches!(*l, "shm" | "udp" | "sockets" | "ofi_rxd" | "net")) {
+    if name == "tcp" || layers.iter().any(|l| matches!(*l, "shm" | "udp" | "sockets" | "ofi_rxd" | "net")) {
         return None;
     }
     Some(match name {
@@ -382,26 +396,32 @@ pub fn provider_rank(name: &str) -> Option<u32> {
         "opx" => 4,
         "psm2" => 5,
         "tcp;ofi_rxm" => 6,
-        "tcp" => 7,
-        _ => 8,
+        _ => 7,
     })
 }
 
 /// Base rank of an entry that [`provider_rank`] never chooses, when its name was asked for.
-const FORCED_RANK: u32 = 9;
+const FORCED_RANK: u32 = 8;
 
-/// Which entry of `list` the transport opens (rules 3 and 4 of the module doc). `forced`:
-/// a provider name was given, so the skip list does not apply. `domain`: only entries of that
+/// Which entry of `list` the transport opens (rules 3 and 4 of the module doc). `requested`:
+/// the provider name that was asked for; then the skip list does not apply and an entry of
+/// exactly that name wins. `domain`: only entries of that
 /// domain qualify — checked here because libfabric 1.17 does not filter `tcp;ofi_rxm` entries
 /// by the domain-name hint (it returns `eth0` entries for a hint of `lo`).
-pub fn choose<'a>(list: &'a Info, forced: bool, domain: Option<&str>) -> Option<InfoRef<'a>> {
+pub fn choose<'a>(list: &'a Info, requested: Option<&str>, domain: Option<&str>) -> Option<InfoRef<'a>> {
+    let forced = requested.is_some();
     let mut best: Option<(u32, u32, InfoRef<'a>)> = None;
     for e in list.iter() {
         if e.ep_type() != sys::FI_EP_RDM || domain.is_some_and(|d| e.domain() != d) {
             continue;
         }
+        // A named provider is opened even so, and `OfiTransport::open` names the mode it lacks.
+        if !forced && MrMode::from_bits(e.mr_mode(), e.mr_key_size()).is_err() {
+            continue;
+        }
         let name = e.provider();
         let rank = match provider_rank(&name) {
+            _ if requested == Some(name.as_str()) => 0,
             Some(r) => r,
             // Named explicitly: the fewest layers win (`net` over `net;ofi_rxm`).
             None if forced => FORCED_RANK + name.split(';').count() as u32,
@@ -419,7 +439,7 @@ pub fn choose<'a>(list: &'a Info, forced: bool, domain: Option<&str>) -> Option<
 pub fn select(provider: Option<&str>, domain: Option<&str>) -> Result<Info, FabricError> {
     let hints = Hints::transport(provider, domain)?;
     let list = Info::get(Some(&hints))?;
-    if let Some(e) = choose(&list, provider.is_some(), domain) {
+    if let Some(e) = choose(&list, provider, domain) {
         return Info::dup(e);
     }
     let available = provider_names()?;
@@ -445,17 +465,20 @@ mod tests {
 
     #[test]
     fn ranking() {
-        assert_eq!(provider_rank("shm"), None);
-        assert_eq!(provider_rank("udp;ofi_rxd"), None);
-        assert_eq!(provider_rank("sockets"), None);
-        assert!(provider_rank("verbs;ofi_rxm") < provider_rank("cxi"));
-        assert!(provider_rank("efa") < provider_rank("tcp;ofi_rxm"));
-        assert!(provider_rank("psm3") < provider_rank("tcp;ofi_rxm"));
-        assert!(provider_rank("tcp;ofi_rxm") < provider_rank("something_new"));
-        assert!(provider_rank("something_new").unwrap() < FORCED_RANK);
-        // net: faster, but a dead peer can go unreported (see provider_rank): named only.
-        assert_eq!(provider_rank("net"), None);
-        assert_eq!(provider_rank("net;ofi_rxm"), None);
+        let r = provider_rank;
+        assert_eq!(r("shm"), None);
+        assert_eq!(r("udp;ofi_rxd"), None);
+        assert_eq!(r("sockets"), None);
+        assert!(r("verbs;ofi_rxm") < r("cxi"));
+        assert!(r("efa") < r("tcp;ofi_rxm"));
+        assert!(r("psm3") < r("tcp;ofi_rxm"));
+        assert!(r("tcp;ofi_rxm") < r("something_new"));
+        assert!(r("something_new").unwrap() < FORCED_RANK);
+        // net and the RDM-native tcp: faster, but a dead peer can go unreported (see
+        // provider_rank): named only.
+        assert_eq!(r("net"), None);
+        assert_eq!(r("net;ofi_rxm"), None);
+        assert_eq!(r("tcp"), None);
     }
 
     #[test]
@@ -468,7 +491,8 @@ mod tests {
 
     #[test]
     fn automatic_selection_on_loopback() {
-        // Only tcp;ofi_rxm serves the `lo` domain here (shm is skipped unless named).
+        // tcp;ofi_rxm serves the `lo` domain here on 1.17 and 2.x (shm, and 2.x's RDM-native
+        // tcp, are skipped unless named).
         let info = select(None, Some("lo")).unwrap();
         let e = info.first().unwrap();
         assert_eq!(e.provider(), "tcp;ofi_rxm");
@@ -483,15 +507,31 @@ mod tests {
     fn domain_is_enforced_on_results() {
         let h = Hints::transport(None, Some("lo")).unwrap();
         let list = Info::get(Some(&h)).unwrap();
-        for forced in [false, true] {
-            let e = choose(&list, forced, Some("lo")).unwrap();
+        for requested in [None, Some("tcp;ofi_rxm")] {
+            let e = choose(&list, requested, Some("lo")).unwrap();
             assert_eq!(e.domain(), "lo");
         }
-        assert!(choose(&list, true, Some("no_such_nic0")).is_none());
+        assert!(choose(&list, Some("tcp;ofi_rxm"), Some("no_such_nic0")).is_none());
     }
 
     #[test]
     fn override_selects_named_provider() {
+        let info = select(Some("tcp;ofi_rxm"), Some("lo")).unwrap();
+        assert_eq!(info.first().unwrap().provider(), "tcp;ofi_rxm");
+    }
+
+    #[test]
+    fn exact_name_wins_over_a_stack_on_the_same_core() {
+        // A hint of `tcp` matches `tcp;ofi_rxm` too. From 1.18 on the RDM-native `tcp` is
+        // opened; on 1.17 `tcp` is a message-endpoint provider, so only the rxm stack qualifies.
+        let info = select(Some("tcp"), Some("lo")).unwrap();
+        let got = info.first().unwrap().provider();
+        let native = Info::get(Some(&Hints::transport(Some("tcp"), Some("lo")).unwrap()))
+            .unwrap()
+            .iter()
+            .any(|e| e.provider() == "tcp" && e.ep_type() == sys::FI_EP_RDM);
+        assert_eq!(got, if native { "tcp" } else { "tcp;ofi_rxm" });
+        assert_eq!(native, library::version() >= (1, 18), "{:?}", library::version());
         let info = select(Some("tcp;ofi_rxm"), Some("lo")).unwrap();
         assert_eq!(info.first().unwrap().provider(), "tcp;ofi_rxm");
     }

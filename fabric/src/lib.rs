@@ -1,13 +1,14 @@
 //! `weft-fabric`: weft's network transport over libfabric.
 //!
 //! One module per libfabric object, as in libfabric's `prov/` layout and rust-ibverbs:
-//! [`info`] (`fi_getinfo`, provider selection), [`fabric`], [`domain`], [`av`], [`cq`],
-//! [`ep`], [`mr`] (+ [`rcache`], the registration cache, invalidated by the userfaultfd
-//! [`monitor`]), with the data-path calls apart in [`data`]. Teardown order is enforced by
-//! ownership: every object holds an `Rc` to its parent (endpoint → CQ, AV → domain → fabric;
-//! an MR → domain, and → endpoint under `FI_MR_ENDPOINT`), so a parent is closed only after
-//! its last child. `unsafe` is confined to these thin wrapper modules (in [`monitor`], only
-//! the creation of a userfaultfd by system call) and `weft-fabric-sys`.
+//! [`library`] (the loaded libfabric: version, path), [`info`] (`fi_getinfo`, provider
+//! selection), [`fabric`], [`domain`], [`av`], [`cq`], [`ep`], [`mr`] (+ [`rcache`], the
+//! registration cache, invalidated by the userfaultfd [`monitor`]), with the data-path calls
+//! apart in [`data`]. Teardown order is enforced by ownership: every object holds an `Rc` to
+//! its parent (endpoint → CQ, AV → domain → fabric; an MR → domain, and → endpoint under
+//! `FI_MR_ENDPOINT`), so a parent is closed only after its last child. `unsafe` is confined to
+//! these thin wrapper modules (in [`monitor`], only the creation of a userfaultfd by system
+//! call) and `weft-fabric-sys`.
 //!
 //! [`OfiTransport`] implements the engine's `Transport`. Construction has two phases around
 //! the runtime's modex:
@@ -32,6 +33,7 @@ pub mod ep;
 pub mod error;
 pub mod fabric;
 pub mod info;
+pub mod library;
 pub mod monitor;
 pub mod mr;
 pub mod rcache;
@@ -41,18 +43,4 @@ pub use error::FabricError;
 pub use info::{providers, ProviderInfo};
 pub use transport::{OfiConfig, OfiStats, OfiTransport, RemoteRegion};
 
-/// Version of the libfabric library loaded at run time, `(major, minor)` (`fi_version`).
-pub fn version() -> (u32, u32) {
-    // SAFETY: fi_version takes no arguments and only returns a constant.
-    let v = unsafe { weft_fabric_sys::fi_version() };
-    (weft_fabric_sys::fi_major(v), weft_fabric_sys::fi_minor(v))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn version_is_at_least_1_17() {
-        let (maj, min) = super::version();
-        assert!((maj, min) >= (1, 17), "{maj}.{min}");
-    }
-}
+pub use library::version;

@@ -19,6 +19,13 @@
 //! - **Failures**: a CQ error entry on a send, or a connection-loss error on a read, marks the
 //!   peer dead; its reads in flight complete at once with `PeerDead` through `poll_gets`, and
 //!   `poll_failures` reports it once.
+//! - **Wire-up**: providers that connect lazily under `FI_EP_RDM` (`ofi_rxm`, the RDM-native
+//!   `tcp`/`net`) cannot report a peer that died before the first connection to it: every send
+//!   starts a connection attempt, the attempt is refused, and the send returns `-FI_EAGAIN`, with
+//!   no error completion, for as long as one retries (1.17 and 2.5.1 alike). So `connect` queues
+//!   one zero-byte message (tag [`WIREUP_TAG`]) to every new peer, and `poll` sends them as the
+//!   send pool allows, until the provider has accepted one per peer: from then on the connection
+//!   exists and its loss is reported as an error completion. The receiver drops these messages.
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
@@ -146,6 +153,10 @@ pub struct OfiStats {
     pub cq_errors: u64,
     /// Text of the last CQ error entry.
     pub last_cq_error: Option<String>,
+    /// Wire-up messages accepted by the provider.
+    pub wireup_sent: u64,
+    /// Wire-up messages received from peers (dropped).
+    pub wireup_received: u64,
 }
 
 /// Wire format of the published address.
@@ -230,6 +241,9 @@ pub fn parse_address(b: &[u8], addr_format: u32, name_len: usize) -> Result<&[u8
     }
     Ok(&b[ADDR_HDR..])
 }
+
+/// Tag bit of the wire-up messages (data messages carry the sender's rank, below 2^32).
+pub const WIREUP_TAG: u64 = 1 << 63;
 
 const KIND_RX: u32 = 1;
 const KIND_TX: u32 = 2;
@@ -338,6 +352,10 @@ pub struct OfiTransport {
     /// MR key → cache entry of exposures not yet withdrawn.
     exposed: HashMap<u64, RegId>,
     newly_dead: Vec<u32>,
+    /// The provider connects lazily: `connect` queues wire-up messages.
+    lazy_connections: bool,
+    /// Peers whose wire-up message the provider has not accepted yet.
+    wireup: Vec<u32>,
     stats: OfiStats,
 }
 
@@ -378,6 +396,7 @@ impl OfiTransport {
         // several round trips: send mid-size messages eagerly through them instead.
         let prov = e.provider();
         let emulated_rma = ["tcp", "sockets", "udp", "net"].iter().any(|p| prov.split(';').any(|x| x == *p));
+        let lazy_connections = ["ofi_rxm", "tcp", "net"].iter().any(|p| prov.split(';').any(|x| x == *p));
         let mut cfg = cfg.clone();
         if emulated_rma {
             cfg.eager_limit = cfg.eager_limit.max(cfg.eager_limit_emulated_rma);
@@ -473,6 +492,8 @@ impl OfiTransport {
             next_token: 1,
             exposed: HashMap::new(),
             newly_dead: Vec::new(),
+            lazy_connections,
+            wireup: Vec::new(),
             stats: OfiStats::default(),
         };
         for slot in 0..n_rx as u32 {
@@ -495,7 +516,9 @@ impl OfiTransport {
 
     /// Insert the peers' published addresses into the address vector. Entries for this rank
     /// and for peers already connected are skipped. A malformed address is a typed error
-    /// ([`FabricError::BadAddress`]) and leaves the other peers usable.
+    /// ([`FabricError::BadAddress`]) and leaves the other peers usable. On providers that
+    /// connect lazily, a wire-up message to each new peer is queued (module doc); `poll` sends
+    /// them.
     pub fn connect(&mut self, peers: &[(u32, Vec<u8>)]) -> Result<(), FabricError> {
         for (rank, bytes) in peers {
             let rank = *rank;
@@ -512,8 +535,51 @@ impl OfiTransport {
                 .map_err(|reason| FabricError::BadAddress { rank, reason })?;
             let a = self.av_raw.insert(rank, name)?;
             self.peers[rank as usize].addr = Some(a);
+            if self.lazy_connections {
+                self.wireup.push(rank);
+            }
         }
         Ok(())
+    }
+
+    /// True when the provider has accepted a wire-up message for every connected peer (always
+    /// true on providers that do not connect lazily).
+    pub fn wired_up(&self) -> bool {
+        self.wireup.is_empty()
+    }
+
+    /// Send the queued wire-up messages the provider accepts now (pool sends: their completion
+    /// returns the slot, an error completion marks the peer dead like any send's).
+    fn wireup_step(&mut self) {
+        let mut pending = std::mem::take(&mut self.wireup);
+        pending.retain(|&peer| {
+            let Ok(addr) = self.check_peer(peer) else { return false };
+            let Some(slot) = self.tx_free.pop() else { return true };
+            let i = slot as usize;
+            self.tx_peer[i] = peer;
+            let desc = self.tx_mr.as_ref().map_or(ptr::null_mut(), |m| m.desc());
+            // SAFETY: pool slot `i` is ours until its completion (taken off the free list); a
+            // zero-byte send reads nothing from it; the context lives until after the endpoint
+            // is closed.
+            let ret = unsafe {
+                let buf = self.tx_buf.as_ptr().add(i * self.stride);
+                let ctx = &mut self.tx_ctx[i] as *mut OpCtx as *mut c_void;
+                self.ep.tsend(buf, 0, desc, addr, WIREUP_TAG | self.me as u64, ctx)
+            };
+            if ret == 0 {
+                self.stats.wireup_sent += 1;
+                return false;
+            }
+            self.tx_free.push(slot);
+            if ret == -(sys::FI_EAGAIN as isize) {
+                return true;
+            }
+            // A refused or failed wire-up is a failed send: a lost connection marks the peer
+            // dead; any other error leaves it to the first data send to report.
+            let _ = self.send_failed(peer, "fi_tsend", ret);
+            false
+        });
+        self.wireup = pending;
     }
 
     /// Name of the provider in use (e.g. `tcp;ofi_rxm`).
@@ -881,6 +947,9 @@ impl Transport for OfiTransport {
 
     fn poll(&mut self, budget: usize, sink: &mut dyn FnMut(u32, &Header, &[u8])) -> usize {
         self.drain_cq();
+        if !self.wireup.is_empty() {
+            self.wireup_step();
+        }
         let mut n = 0;
         while n < budget {
             let Some(&slot) = self.rx_order.front() else { break };
@@ -901,6 +970,7 @@ impl Transport for OfiTransport {
                             self.stats.delivered += 1;
                             n += 1;
                         }
+                        None if len == 0 && tag & WIREUP_TAG != 0 => self.stats.wireup_received += 1,
                         _ => self.stats.malformed += 1,
                     }
                 }

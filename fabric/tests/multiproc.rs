@@ -2,7 +2,8 @@
 //! providers listed in `WEFT_FI_TEST_PROVIDER` (e.g. `net`, or `net,tcp;ofi_rxm`): the shared
 //! traffic test (`weft_testkit::traffic`: eager traffic and per-peer FIFO, a 64 MiB rendezvous
 //! read, here checked to be zero-copy, SIGKILL of a peer with a read in flight), send-only
-//! detection, the engine end to end, and an 8-byte ping-pong (printed).
+//! detection (after an exchange, and with no message before the kill), the engine end to end,
+//! and an 8-byte ping-pong (printed).
 //!
 //! Each test re-executes this binary as child processes (`child_main` dispatches on the
 //! environment) under a watchdog.
@@ -30,7 +31,8 @@ fn child_main() {
         "traffic" => traffic(&c),
         "pingpong" => weft_testkit::pingpong::child(&H, &c, |c| bootstrap(c, &lo_cfg(c))),
         "engine" => engine_child(&c),
-        "sendonly" => sendonly_child(&c),
+        "sendonly" => sendonly_child(&c, true),
+        "sendonly-cold" => sendonly_child(&c, false),
         r => panic!("unknown role {r}"),
     }
 }
@@ -148,22 +150,32 @@ fn pingpong_latency() {
 
 /// Send-only detection: rank 1 is SIGKILLed; rank 0 keeps sending to it (8-byte messages by
 /// `fi_tinject`, 1 KiB ones from the send pool, which have completions) with no read in
-/// flight, and must see the death within DETECT_BOUND.
-fn sendonly_child(c: &ChildEnv) {
+/// flight, and must see the death within DETECT_BOUND. `connected`: one exchange first, so the
+/// connection exists both ways; otherwise no message of the test is sent before the kill, and
+/// only the transport's own wire-up (waited for here) has connected the two.
+fn sendonly_child(c: &ChildEnv, connected: bool) {
     let mut t = bootstrap(c, &lo_cfg(c));
-    // One exchange so the rxm connection is established both ways.
-    let h = Header { class: class::EAGER, len: 0, ..Header::default() };
-    let got = Cell::new(false);
-    send_blocking(&mut t, 1 - c.rank, &h, &[], &mut |_, _, _| got.set(true));
     let t0 = Instant::now();
-    while !got.get() {
-        t.poll(8, &mut |_, _, _| got.set(true));
-        assert!(t0.elapsed() < Duration::from_secs(30));
+    while !connected && !t.wired_up() {
+        t.poll(8, &mut |_, _, _| panic!("no message is sent before the kill"));
+        assert!(t0.elapsed() < Duration::from_secs(30), "wire-up not accepted: {:?}", t.stats());
+    }
+    if connected {
+        let h = Header { class: class::EAGER, len: 0, ..Header::default() };
+        let got = Cell::new(false);
+        send_blocking(&mut t, 1 - c.rank, &h, &[], &mut |_, _, _| got.set(true));
+        let t0 = Instant::now();
+        while !got.get() {
+            t.poll(8, &mut |_, _, _| got.set(true));
+            assert!(t0.elapsed() < Duration::from_secs(30));
+        }
     }
     put_file(&c.dir, &format!("armed.{}", c.rank), b"");
     if c.rank == 1 {
+        // Alive until killed, driving progress (the peer's connection requests are accepted).
         loop {
-            std::thread::sleep(Duration::from_secs(1));
+            t.poll(8, &mut |_, _, _| {});
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
     while !c.dir.join("killed").exists() {
@@ -216,13 +228,24 @@ fn sendonly_child(c: &ChildEnv) {
 
 #[test]
 fn sendonly_detection() {
+    sendonly_run("sendonly");
+}
+
+/// Send-only detection towards a peer that was never connected: the first message is sent
+/// after the kill.
+#[test]
+fn sendonly_detection_never_connected() {
+    sendonly_run("sendonly-cold");
+}
+
+fn sendonly_run(role: &str) {
     if child_env().is_some() {
         return;
     }
     for p in test_providers() {
-        let dir = scratch_dir("sendonly");
+        let dir = scratch_dir(role);
         set_provider(&dir, &p);
-        let mut ch = spawn("sendonly", 2, &dir, CHILD_ARGS, WATCHDOG);
+        let mut ch = spawn(role, 2, &dir, CHILD_ARGS, WATCHDOG);
         wait_files(&mut ch, &dir, "armed");
         ch[1].signal(Signal::SIGKILL).unwrap();
         put_file(&dir, "killed", mono_ns().to_string().as_bytes());

@@ -104,11 +104,17 @@ fn main() -> ExitCode {
     status
 }
 
-/// The libfabric section: library version and the providers weft can use (FI_EP_RDM with
+/// The libfabric section: library version and file, the API version asked of it, and the providers weft can use (FI_EP_RDM with
 /// FI_TAGGED), one line per provider and capability set with the domains offering it.
 fn fabric_section() {
     let (maj, min) = weft_fabric::version();
     println!("  version: {maj}.{min}");
+    match weft_fabric::library::path() {
+        Some(p) => println!("  loaded from: {}", p.display()),
+        None => println!("  loaded from: unknown (the loader does not name the object)"),
+    }
+    let (amaj, amin) = weft_fabric::library::api_version_pair();
+    println!("  API version requested: {amaj}.{amin}");
     let list = match weft_fabric::providers() {
         Ok(l) => l,
         Err(e) => {

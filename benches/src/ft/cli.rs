@@ -28,7 +28,8 @@ pub struct FtCli {
     /// Interleaved rounds of the failure-free jobs (weft and peer alternate).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub rounds: u32,
-    /// Scenarios to run (default: all): healthy,overhead,kill-recover,detect.
+    /// Scenarios to run (default: all): healthy,overhead,kill-recover,detect (or one detection
+    /// source: detect-default, detect-shm, detect-launcher, detect-fabric, detect-hb).
     #[arg(long, value_delimiter = ',', default_value = "healthy,overhead,kill-recover,detect")]
     pub bench: Vec<String>,
     /// Multiply iteration counts.

@@ -251,8 +251,11 @@ pub(super) fn drive(cli: &FtCli) -> std::process::ExitCode {
     if want("kill-recover") {
         fail_scen.push("kill-recover");
     }
-    if want("detect") {
-        fail_scen.extend(["detect-default", "detect-shm", "detect-launcher", "detect-fabric", "detect-hb"]);
+    // `detect` runs every detection source; `detect-<source>` one of them.
+    for s in ["detect-default", "detect-shm", "detect-launcher", "detect-fabric", "detect-hb"] {
+        if want("detect") || want(s) {
+            fail_scen.push(s);
+        }
     }
     for _ in 0..cli.kills {
         for &n in &cli.ranks {
