@@ -21,6 +21,7 @@
 
 pub mod agree;
 pub mod detector;
+pub mod dgrp;
 pub mod glue;
 pub mod revoke;
 pub mod shrink;
