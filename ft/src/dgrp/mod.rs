@@ -25,9 +25,9 @@
 //!   barrier a member proposes a candidate that reached ζ and votes for one above ζ/2; the
 //!   barrier's agreement readmits a proposed candidate when every member voted for it
 //!   ([`barrier`]). Nobody readmits alone, so the view stays the same everywhere.
-//! - **Own stalls**: a tester that did not run for longer than the stall limit (it was
-//!   itself stopped or starved) drops its tests in flight instead of blaming the tested
-//!   processes for its own delay.
+//! - **Own stalls**: a tester that did not run for over half the threshold floor (it was
+//!   itself stopped or starved) drops the tests whose deadline passed meanwhile instead of
+//!   blaming the tested processes for its own delay.
 //!
 //! Invariants (checked by the simulator over random seeds): every process returns the same
 //! view from a round barrier; a member slowed beyond the threshold is removed within a
@@ -40,6 +40,7 @@ pub mod graph;
 pub mod msg;
 pub mod rto;
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::agree::Value;
@@ -168,23 +169,32 @@ struct InFlight {
     sent: u64,
 }
 
-/// The diagnosis state of one process.
+/// What a tester keeps about one process it tests.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    rto: Rto,
+    streak: u32,
+    inflight: Option<InFlight>,
+}
+
+/// The diagnosis state of one process. Its size follows the processes it tests and the
+/// processes with a nonzero event counter, not the world size: the simulator runs 2^16 of
+/// them.
 pub struct Dgrp {
     n: u32,
     me: u32,
     opts: Options,
     expected: u64,
-    counters: Vec<u32>,
+    /// Nonzero event counters (absent: 0, recommended).
+    counters: BTreeMap<u32, u32>,
     crashed: RankSet,
-    rto: Vec<Rto>,
-    streak: Vec<u32>,
-    inflight: Vec<Option<InFlight>>,
+    peers: BTreeMap<u32, Peer>,
     next_seq: u32,
     next_round: u64,
     last_run: Option<u64>,
     pending_events: Vec<(u32, u32)>,
     verdicts: Vec<Verdict>,
-    view: Vec<u32>,
+    view: Option<Vec<u32>>,
     stats: Stats,
 }
 
@@ -196,22 +206,19 @@ impl Dgrp {
             return Err("rank out of range");
         }
         let expected = (opts.task)(opts.task_arg);
-        let rto = Rto::new(opts.initial_threshold, opts.min_threshold, opts.factor);
         Ok(Dgrp {
             n,
             me,
             expected,
-            counters: vec![0; n as usize],
+            counters: BTreeMap::new(),
             crashed: RankSet::new(),
-            rto: vec![rto; n as usize],
-            streak: vec![0; n as usize],
-            inflight: vec![None; n as usize],
+            peers: BTreeMap::new(),
             next_seq: 0,
             next_round: now,
             last_run: None,
             pending_events: Vec::new(),
             verdicts: Vec::new(),
-            view: (0..n).collect(),
+            view: None,
             stats: Stats::default(),
             opts,
         })
@@ -222,14 +229,28 @@ impl Dgrp {
         self.n
     }
 
-    /// Event counter of every process (even: recommended here, odd: non-recommended).
-    pub fn counters(&self) -> &[u32] {
-        &self.counters
+    /// Event counter of process `r` (even: recommended here, odd: non-recommended).
+    pub fn counter(&self, r: u32) -> u32 {
+        self.counters.get(&r).copied().unwrap_or(0)
+    }
+
+    /// Event counters of every process, by rank.
+    pub fn counters(&self) -> Vec<u32> {
+        (0..self.n).map(|r| self.counter(r)).collect()
     }
 
     /// True if `r` is recommended in this process's current knowledge.
     pub fn is_member(&self, r: u32) -> bool {
-        self.counters.get(r as usize).is_some_and(|c| c.is_multiple_of(2)) && !self.crashed.contains(&r)
+        r < self.n && self.counter(r).is_multiple_of(2) && !self.crashed.contains(&r)
+    }
+
+    /// Processes held non-recommended here (crashed ones included), in rank order.
+    pub fn non_members(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.counters.iter().filter(|(_, c)| *c % 2 == 1).map(|(&r, _)| r).collect();
+        v.extend(self.crashed.iter().copied());
+        v.sort_unstable();
+        v.dedup();
+        v
     }
 
     /// The current view here (members in rank order): between barriers it may differ from
@@ -238,19 +259,24 @@ impl Dgrp {
         (0..self.n).filter(|&r| self.is_member(r)).collect()
     }
 
-    /// The view decided by the last round barrier (everyone at first).
-    pub fn barrier_view(&self) -> &[u32] {
-        &self.view
+    /// The view decided by the last round barrier (`None` before the first).
+    pub fn barrier_view(&self) -> Option<&[u32]> {
+        self.view.as_deref()
     }
 
-    /// Consecutive good tests of `r` by this process (reset by a failed test or a rejoin).
+    /// Consecutive good tests of `r` by this process (reset by a failed test or a change of
+    /// `r`'s membership).
     pub fn streak(&self, r: u32) -> u32 {
-        self.streak.get(r as usize).copied().unwrap_or(0)
+        self.peers.get(&r).map_or(0, |p| p.streak)
     }
 
     /// The recommendation threshold this process uses for `r` (ns).
     pub fn threshold(&self, r: u32) -> u64 {
-        self.rto.get(r as usize).map_or(0, Rto::threshold)
+        self.peers.get(&r).map_or_else(|| self.fresh_rto().threshold(), |p| p.rto.threshold())
+    }
+
+    fn fresh_rto(&self) -> Rto {
+        Rto::new(self.opts.initial_threshold, self.opts.min_threshold, self.opts.factor)
     }
 
     /// Crashed processes known here.
@@ -272,69 +298,75 @@ impl Dgrp {
     /// test in flight.
     pub fn next_deadline(&self) -> u64 {
         let mut t = self.next_round;
-        for (r, f) in self.inflight.iter().enumerate() {
-            if let Some(f) = f {
-                t = t.min(f.sent.saturating_add(self.rto[r].threshold()).saturating_add(1));
+        for p in self.peers.values() {
+            if let Some(f) = p.inflight {
+                t = t.min(f.sent.saturating_add(p.rto.threshold()).saturating_add(1));
             }
         }
         t
     }
 
-    /// The longest this process may go without running before it distrusts its own
-    /// measurements: two intervals plus the initial threshold.
-    fn stall_limit(&self) -> u64 {
-        self.opts.interval.saturating_mul(2).saturating_add(self.opts.initial_threshold)
-    }
-
-    /// Note that this process runs at `now`; true if it had stalled (its tests in flight are
-    /// dropped then).
-    fn ran(&mut self, now: u64) -> bool {
-        let stalled = self.last_run.is_some_and(|t| now.saturating_sub(t) > self.stall_limit());
+    /// Note that this process runs at `now`. If it had not run for over half the threshold
+    /// floor (it was itself stopped or starved), the tests whose deadline passed meanwhile are
+    /// dropped without a verdict: their lateness may be this process's own.
+    fn ran(&mut self, now: u64) {
+        let stalled = self.last_run.is_some_and(|t| now.saturating_sub(t) > self.opts.min_threshold / 2);
         self.last_run = Some(now);
         if stalled {
-            for f in self.inflight.iter_mut() {
-                if f.take().is_some() {
+            for p in self.peers.values_mut() {
+                if p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > p.rto.threshold()) {
+                    p.inflight = None;
                     self.stats.own_stalls += 1;
                 }
             }
-            self.next_round = self.next_round.max(now);
         }
-        stalled
     }
 
     /// Timer: fail the tests past their threshold, and start the tests of a new interval.
+    /// Call it at least every quarter of the threshold floor so that ordinary gaps between
+    /// calls are not taken for this process's own stalls.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         self.ran(now);
-        for r in 0..self.n {
-            if let Some(f) = self.inflight[r as usize] {
-                let th = self.rto[r as usize].threshold();
-                if now.saturating_sub(f.sent) > th {
-                    self.inflight[r as usize] = None;
-                    self.stats.late += 1;
-                    self.failed_test(Verdict { rank: r, rtt: None, threshold: th });
-                }
+        let expired: Vec<(u32, u64)> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > p.rto.threshold()))
+            .map(|(&r, p)| (r, p.rto.threshold()))
+            .collect();
+        for (r, th) in expired {
+            if let Some(p) = self.peers.get_mut(&r) {
+                p.inflight = None;
             }
+            self.stats.late += 1;
+            self.failed_test(Verdict { rank: r, rtt: None, threshold: th });
         }
-        if now >= self.next_round && self.is_member(self.me) {
+        if now >= self.next_round {
             self.next_round = now.saturating_add(self.opts.interval);
-            let target = graph::ring_target(self.n, self.me, |r| self.is_member(r));
-            for r in 0..self.n {
-                let test =
-                    r != self.me && !self.crashed.contains(&r) && (Some(r) == target || !self.is_member(r));
-                if test && self.inflight[r as usize].is_none() {
-                    let seq = self.next_seq;
-                    self.next_seq = self.next_seq.wrapping_add(1);
-                    self.inflight[r as usize] = Some(InFlight { seq, sent: now });
-                    self.stats.tests += 1;
-                    out.push(Action::Send { to: r, msg: Msg::TestReq { seq, arg: self.opts.task_arg } });
+            if self.is_member(self.me) {
+                let mut targets: Vec<u32> = self.non_members();
+                targets.retain(|r| *r != self.me && !self.crashed.contains(r));
+                targets.extend(graph::ring_target(self.n, self.me, |r| self.is_member(r)));
+                for r in targets {
+                    self.send_test(r, now, &mut out);
                 }
             }
-        } else if now >= self.next_round {
-            self.next_round = now.saturating_add(self.opts.interval);
         }
         self.flush_events(None, &mut out);
         out
+    }
+
+    fn send_test(&mut self, r: u32, now: u64, out: &mut Vec<Action>) {
+        let fresh = self.fresh_rto();
+        let p = self.peers.entry(r).or_insert(Peer { rto: fresh, streak: 0, inflight: None });
+        if p.inflight.is_some() {
+            return;
+        }
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1);
+        p.inflight = Some(InFlight { seq, sent: now });
+        self.stats.tests += 1;
+        out.push(Action::Send { to: r, msg: Msg::TestReq { seq, arg: self.opts.task_arg } });
     }
 
     /// A message from process `from` at `now` (messages from crashed processes are dropped).
@@ -350,12 +382,17 @@ impl Dgrp {
                 out.push(Action::Send { to: from, msg: Msg::TestReply { seq, result } });
             }
             Msg::TestReply { seq, result } => {
-                let stalled = self.ran(now);
-                match self.inflight[from as usize] {
-                    Some(f) if f.seq == seq && !stalled => {
-                        self.inflight[from as usize] = None;
+                self.ran(now);
+                let member = self.is_member(from);
+                let Some(p) = self.peers.get_mut(&from) else {
+                    self.stats.stale += 1;
+                    return out;
+                };
+                match p.inflight {
+                    Some(f) if f.seq == seq => {
+                        p.inflight = None;
                         let rtt = now.saturating_sub(f.sent);
-                        let th = self.rto[from as usize].threshold();
+                        let th = p.rto.threshold();
                         if result != self.expected {
                             self.stats.wrong += 1;
                             self.failed_test(Verdict { rank: from, rtt: None, threshold: th });
@@ -364,9 +401,9 @@ impl Dgrp {
                             self.failed_test(Verdict { rank: from, rtt: Some(rtt), threshold: th });
                         } else {
                             self.stats.passed += 1;
-                            self.rto[from as usize].sample(rtt);
-                            if !self.is_member(from) {
-                                self.streak[from as usize] = self.streak[from as usize].saturating_add(1);
+                            p.rto.sample(rtt);
+                            if !member {
+                                p.streak = p.streak.saturating_add(1);
                             }
                         }
                         self.flush_events(None, &mut out);
@@ -377,7 +414,7 @@ impl Dgrp {
             Msg::Events(ev) => {
                 let mut new = Vec::new();
                 for (r, c) in ev {
-                    if r < self.n && c > self.counters[r as usize] {
+                    if r < self.n && c > self.counter(r) {
                         self.set_counter(r, c);
                         new.push((r, c));
                     }
@@ -396,26 +433,29 @@ impl Dgrp {
         if r >= self.n || !self.crashed.insert(r) {
             return;
         }
-        if self.counters[r as usize].is_multiple_of(2) {
-            self.counters[r as usize] += 1;
+        if self.counter(r).is_multiple_of(2) {
+            self.counters.insert(r, self.counter(r) + 1);
         }
-        self.inflight[r as usize] = None;
-        self.streak[r as usize] = 0;
+        self.peers.remove(&r);
     }
 
     fn set_counter(&mut self, r: u32, c: u32) {
         let was_member = self.is_member(r);
-        self.counters[r as usize] = c;
+        self.counters.insert(r, c);
         if was_member != self.is_member(r) {
-            self.streak[r as usize] = 0;
+            if let Some(p) = self.peers.get_mut(&r) {
+                p.streak = 0;
+            }
         }
     }
 
     fn failed_test(&mut self, v: Verdict) {
         let r = v.rank;
-        self.streak[r as usize] = 0;
+        if let Some(p) = self.peers.get_mut(&r) {
+            p.streak = 0;
+        }
         if self.is_member(r) && self.is_member(self.me) {
-            let c = self.counters[r as usize] + 1;
+            let c = self.counter(r) + 1;
             self.set_counter(r, c);
             self.pending_events.push((r, c));
             self.stats.removals += 1;
@@ -439,13 +479,14 @@ impl Dgrp {
 
     /// This process's contribution to the round barrier's agreement ([`barrier`]).
     pub fn barrier_contribution(&self) -> Value {
-        let non_rec: Vec<u32> = (0..self.n).filter(|&r| !self.is_member(r)).collect();
+        let non_rec = self.non_members();
         let member = self.is_member(self.me);
         let zeta = self.opts.zeta;
-        let cands = non_rec.iter().copied().filter(|r| !self.crashed.contains(r));
+        let cands: Vec<u32> = non_rec.iter().copied().filter(|r| !self.crashed.contains(r)).collect();
         let proposals: Vec<u32> =
-            if member { cands.clone().filter(|&r| self.streak(r) >= zeta).collect() } else { vec![] };
-        let votes: Option<Vec<u32>> = member.then(|| cands.filter(|&r| 2 * self.streak(r) > zeta).collect());
+            if member { cands.iter().copied().filter(|&r| self.streak(r) >= zeta).collect() } else { vec![] };
+        let votes: Option<Vec<u32>> =
+            member.then(|| cands.into_iter().filter(|&r| 2 * self.streak(r) > zeta).collect());
         barrier::contribution(self.n, self.crashed.as_slice(), &non_rec, &proposals, votes.as_deref())
     }
 
@@ -453,17 +494,25 @@ impl Dgrp {
     /// Counters follow: a process held non-recommended turns odd, a readmitted one even.
     pub fn apply_barrier(&mut self, v: &Value) -> Vec<u32> {
         let (view, _rejoined) = barrier::decide(self.n, v);
-        for r in 0..self.n {
-            if v.failed.binary_search(&r).is_ok() {
-                self.on_failure(r);
+        let n = self.n;
+        for &x in &v.failed {
+            if x < n {
+                self.on_failure(x);
             }
+        }
+        // Only processes out of the view or with a nonzero counter can change.
+        let mut touched: Vec<u32> = self.counters.keys().copied().collect();
+        touched.extend((0..n).filter(|r| view.binary_search(r).is_err()));
+        touched.sort_unstable();
+        touched.dedup();
+        for r in touched {
             let in_view = view.binary_search(&r).is_ok();
-            if in_view != (self.counters[r as usize].is_multiple_of(2)) {
-                self.set_counter(r, self.counters[r as usize] + 1);
+            if in_view != self.counter(r).is_multiple_of(2) {
+                self.set_counter(r, self.counter(r) + 1);
             }
         }
         self.stats.rounds += 1;
-        self.view = view.clone();
+        self.view = Some(view.clone());
         view
     }
 }
