@@ -68,7 +68,7 @@ pub struct Options {
     pub factor: f64,
     /// Consecutive good tests before a non-member may rejoin (default 5).
     pub zeta: u32,
-    /// Threshold before the first sample of a process.
+    /// Threshold before the first sample of a process, and the highest threshold.
     pub initial_threshold: u64,
     /// Lowest threshold (absorbs scheduler noise on sub-millisecond round trips).
     pub min_threshold: u64,
@@ -79,15 +79,15 @@ pub struct Options {
 }
 
 impl Options {
-    /// Defaults for testing `interval`: factor 2.5, ζ = 5, threshold floor of one interval,
-    /// initial threshold of ten intervals, primes up to 1000 as the task.
+    /// Defaults for testing `interval`: factor 2.5, ζ = 5, threshold between one interval
+    /// (floor) and four (initial value and ceiling), primes up to 1000 as the task.
     pub fn new(interval: u64) -> Options {
         let interval = interval.max(1);
         Options {
             interval,
             factor: 2.5,
             zeta: 5,
-            initial_threshold: interval.saturating_mul(10),
+            initial_threshold: interval.saturating_mul(4),
             min_threshold: interval,
             task_arg: 1000,
             task: Rc::new(count_primes),
@@ -500,9 +500,10 @@ impl Dgrp {
                 self.on_failure(x);
             }
         }
-        // Only processes out of the view or with a nonzero counter can change.
+        // Only processes with a nonzero counter or named in the decision can change (the
+        // decision names every process out of the view).
         let mut touched: Vec<u32> = self.counters.keys().copied().collect();
-        touched.extend((0..n).filter(|r| view.binary_search(r).is_err()));
+        touched.extend(v.failed.iter().map(|&x| x % n.max(1)));
         touched.sort_unstable();
         touched.dedup();
         for r in touched {

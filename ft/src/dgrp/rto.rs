@@ -5,8 +5,10 @@
 //! (Camargo and Duarte, 2018; factor 2.5 in its experiments).
 //!
 //! Invariants: the threshold is never below the configured floor (it absorbs scheduler noise
-//! that a sub-millisecond round trip would otherwise turn into removals), and before the first
-//! sample it is the configured initial value. Only samples that met the threshold are fed in:
+//! that a sub-millisecond round trip would otherwise turn into removals) and never above the
+//! initial value it has before the first sample (a reply slower than that is a timeout: one
+//! slow sample that happened to arrive in time cannot inflate the estimate enough to hide a
+//! slow process for long, so removal and rejoin stay bounded in testing rounds). Only samples that met the threshold are fed in:
 //! like Karn's rule, which keeps retransmitted samples out of TCP's estimate, this keeps a
 //! process that stays slow from dragging its own threshold up until it looks recommended.
 
@@ -22,7 +24,7 @@ pub struct Rto {
 }
 
 impl Rto {
-    /// No sample yet: the threshold is `initial` (at least `floor`).
+    /// No sample yet: the threshold is `initial` (at least `floor`); it never exceeds it.
     pub fn new(initial: u64, floor: u64, factor: f64) -> Rto {
         Rto { srtt: 0.0, rttvar: 0.0, samples: 0, initial, floor, factor }
     }
@@ -57,7 +59,7 @@ impl Rto {
         } else {
             self.factor * (self.srtt + 4.0 * self.rttvar)
         };
-        (t.min(u64::MAX as f64) as u64).max(self.floor)
+        (t.min(self.initial as f64) as u64).max(self.floor)
     }
 }
 
@@ -88,9 +90,16 @@ mod tests {
     }
 
     #[test]
+    fn one_slow_sample_is_capped() {
+        let mut r = Rto::new(10_000, 100, 2.5);
+        r.sample(9_000);
+        assert_eq!(r.threshold(), 10_000);
+    }
+
+    #[test]
     fn jitter_widens_the_threshold() {
-        let mut steady = Rto::new(0, 0, 2.5);
-        let mut noisy = Rto::new(0, 0, 2.5);
+        let mut steady = Rto::new(u64::MAX, 0, 2.5);
+        let mut noisy = Rto::new(u64::MAX, 0, 2.5);
         for i in 0..100u64 {
             steady.sample(1_000);
             noisy.sample(if i % 2 == 0 { 500 } else { 1_500 });
