@@ -236,3 +236,21 @@ fn bad_options_are_rejected() {
     assert!(Dgrp::new(4, 4, opts(), 0).is_err());
     assert_eq!(count_primes(1000), 168);
 }
+
+#[test]
+fn the_tested_process_runs_the_task_for_every_request() {
+    let calls = Rc::new(std::cell::Cell::new(0u32));
+    let mut o = opts();
+    let c = calls.clone();
+    o.task = Rc::new(move |a| {
+        c.set(c.get() + 1);
+        a + 1
+    });
+    let mut d = Dgrp::new(2, 1, o, 0).unwrap();
+    assert_eq!(calls.get(), 1, "the tester's own expected result");
+    for seq in 0..3 {
+        let acts = d.on_msg(0, Msg::TestReq { seq, arg: 7 }, 0);
+        assert_eq!(acts, vec![Action::Send { to: 0, msg: Msg::TestReply { seq, result: 8 } }]);
+    }
+    assert_eq!(calls.get(), 4);
+}
