@@ -125,8 +125,8 @@ pub struct DgrpReport {
     pub removal_rounds: Vec<u32>,
     /// Testing rounds from the end of a process's last fault to the barrier that readmitted it.
     pub rejoin_rounds: Vec<u32>,
-    /// Testing rounds from the end of a watched slowdown until every member had tested the
-    /// process good ζ times in a row (ready to rejoin at the next barrier).
+    /// Testing rounds from the end of a watched slowdown until every tester of the process had
+    /// tested it good ζ times in a row (ready to rejoin at the next barrier).
     pub ready_rounds: Vec<u32>,
     /// Size of the last barrier's view (`None`: no barrier).
     pub final_view: Option<usize>,
@@ -368,17 +368,18 @@ impl Sim<'_> {
         for i in 0..self.watches.len() {
             let e = self.eps[self.watches[i].ep];
             if self.watches[i].done && !self.watches[i].ready && now >= e.end && self.core.alive(e.rank) {
-                // Recovery: every member (other than frozen ones) tested it good ζ times.
+                // Recovery: every tester of it (other than frozen ones) tested it good ζ
+                // times in a row.
                 let obs = self.observers(e.rank, e.end, now);
                 let zeta = self.c.zeta;
-                let members: Vec<u32> =
-                    obs.into_iter().filter(|&r| self.d[r as usize].is_member(r)).collect();
-                if !members.is_empty()
-                    && members.iter().all(|&r| {
+                let testers: Vec<u32> = obs
+                    .into_iter()
+                    .filter(|&r| {
                         let d = &self.d[r as usize];
-                        d.is_member(e.rank) || d.streak(e.rank) >= zeta
+                        d.is_member(r) && !d.is_member(e.rank) && d.tests_non_member(e.rank)
                     })
-                {
+                    .collect();
+                if !testers.is_empty() && testers.iter().all(|&r| self.d[r as usize].streak(e.rank) >= zeta) {
                     self.watches[i].ready = true;
                     self.rep.ready_rounds.push((now - e.end).div_ceil(INTERVAL) as u32);
                 }

@@ -10,12 +10,12 @@
 //!   processes that fail during it); `n + r` is a process some contributor holds
 //!   **non-recommended**; `2n + r` is a **rejoin proposal**: some member tested `r` good ζ
 //!   times in a row.
-//! - `acked` (intersection): the **yes votes** — a member votes for a candidate when its
-//!   count of consecutive good tests of it exceeds ζ/2; a non-member contributes the neutral
-//!   element (it does not vote).
+//! - `acked` (intersection): the **yes votes** — a tester of a candidate votes for it when
+//!   its count of consecutive good tests of it exceeds ζ/2, a member that does not test it
+//!   abstains (lists it); a non-member contributes the neutral element (it does not vote).
 //!
 //! Decision: a non-crashed process is in the next view unless someone holds it
-//! non-recommended, or it is a candidate that was proposed and voted for by every member
+//! non-recommended, or it is a candidate that was proposed and that no member voted against
 //! (consensus among the members). Every process computes the view from the same decided
 //! value, so every process returns the same view. The group is never empty: if the rule
 //! leaves nobody, the view is the lowest-ranked live process of the decision.

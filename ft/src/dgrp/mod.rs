@@ -21,10 +21,11 @@
 //!   of anything new to every neighbour, which reaches every live process while fewer than
 //!   the graph's degree have crashed). Counters merge by max, so copies and reorderings are
 //!   harmless. A process whose own counter turns odd has left the group and stops testing.
-//! - **Rejoin**: members count each non-member's consecutive good tests; at the round
-//!   barrier a member proposes a candidate that reached ζ and votes for one above ζ/2; the
-//!   barrier's agreement readmits a proposed candidate when every member voted for it
-//!   ([`barrier`]). Nobody readmits alone, so the view stays the same everywhere.
+//! - **Rejoin**: a non-member's testers count its consecutive good tests; at the round
+//!   barrier a tester proposes a candidate that reached ζ and votes for one above ζ/2 (other
+//!   members abstain); the barrier's agreement readmits a proposed candidate when no member
+//!   voted against it ([`barrier`]). Nobody readmits alone, so the view stays the same
+//!   everywhere.
 //! - **Own stalls**: a tester that did not run for over half the threshold floor (it was
 //!   itself stopped or starved) drops the tests whose deadline passed meanwhile instead of
 //!   blaming the tested processes for its own delay.
@@ -345,7 +346,7 @@ impl Dgrp {
             self.next_round = now.saturating_add(self.opts.interval);
             if self.is_member(self.me) {
                 let mut targets: Vec<u32> = self.non_members();
-                targets.retain(|r| *r != self.me && !self.crashed.contains(r));
+                targets.retain(|&r| r != self.me && !self.crashed.contains(&r) && self.tests_non_member(r));
                 targets.extend(graph::ring_target(self.n, self.me, |r| self.is_member(r)));
                 for r in targets {
                     self.send_test(r, now, &mut out);
@@ -354,6 +355,12 @@ impl Dgrp {
         }
         self.flush_events(None, &mut out);
         out
+    }
+
+    /// True if this process is one of the testers of non-member `c` ([`graph`]).
+    pub fn tests_non_member(&self, c: u32) -> bool {
+        let k = graph::non_member_testers(self.n);
+        graph::tests_non_member(self.n, self.me, c, k, |r| self.is_member(r))
     }
 
     fn send_test(&mut self, r: u32, now: u64, out: &mut Vec<Action>) {
@@ -484,10 +491,15 @@ impl Dgrp {
         let member = self.is_member(self.me);
         let zeta = self.opts.zeta;
         let cands: Vec<u32> = non_rec.iter().copied().filter(|r| !self.crashed.contains(r)).collect();
-        let proposals: Vec<u32> =
-            if member { cands.iter().copied().filter(|&r| self.streak(r) >= zeta).collect() } else { vec![] };
-        let votes: Option<Vec<u32>> =
-            member.then(|| cands.into_iter().filter(|&r| 2 * self.streak(r) > zeta).collect());
+        let proposals: Vec<u32> = if member {
+            cands.iter().copied().filter(|&r| self.tests_non_member(r) && self.streak(r) >= zeta).collect()
+        } else {
+            vec![]
+        };
+        // A member that does not test a candidate abstains (yes, for the intersection).
+        let votes: Option<Vec<u32>> = member.then(|| {
+            cands.into_iter().filter(|&r| !self.tests_non_member(r) || 2 * self.streak(r) > zeta).collect()
+        });
         barrier::contribution(self.n, self.crashed.as_slice(), &non_rec, &proposals, votes.as_deref())
     }
 
