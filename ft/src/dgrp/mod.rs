@@ -521,6 +521,11 @@ impl Dgrp {
         touched.dedup();
         for r in touched {
             let in_view = view.binary_search(&r).is_ok();
+            // A crash learned here after this barrier's decision keeps its process out of the
+            // counters for good (the decision's view still names it, as everywhere).
+            if in_view && self.crashed.contains(&r) {
+                continue;
+            }
             if in_view != self.counter(r).is_multiple_of(2) {
                 self.set_counter(r, self.counter(r) + 1);
             }

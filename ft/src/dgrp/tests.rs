@@ -254,3 +254,18 @@ fn the_tested_process_runs_the_task_for_every_request() {
     }
     assert_eq!(calls.get(), 4);
 }
+
+#[test]
+fn a_crash_learned_after_the_decision_keeps_the_counter_odd() {
+    let mut d = Dgrp::new(4, 0, opts(), 0).unwrap();
+    // The barrier decided before anyone knew of 3's crash; this process learned it meanwhile.
+    let decided = d.barrier_contribution();
+    d.on_failure(3);
+    assert_eq!(d.apply_barrier(&decided), vec![0, 1, 2, 3]);
+    assert_eq!(d.counter(3), 1);
+    assert!(!d.is_member(3));
+    // The next barrier names the crash: nothing changes.
+    let next = d.barrier_contribution();
+    assert_eq!(d.apply_barrier(&next), vec![0, 1, 2]);
+    assert_eq!(d.counter(3), 1);
+}
