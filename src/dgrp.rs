@@ -70,7 +70,8 @@ impl Weft {
         Ok(self.core().dgrp_start(o)?)
     }
 
-    /// Stop the diagnosis here (local: call it everywhere, after a last round barrier).
+    /// Stop the diagnosis here (local: call it everywhere, after a last round barrier;
+    /// [`Weft::finalize`] stops it too).
     pub fn dgrp_stop(&self) -> Result<()> {
         Ok(self.core().dgrp_stop()?)
     }

@@ -92,6 +92,8 @@ impl OpsCore {
         }
         let mut e = self.eng()?;
         self.finalized.set(true);
+        // The diagnosis ends with the engine: nothing tests or answers past this point.
+        let _ = self.dgrp.stop();
         e.finalize();
         drop(e);
         self.rt.borrow_mut().finalize().map_err(Error::from)
