@@ -651,11 +651,18 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     }
 
     fn fail_and_drain(&mut self, e: &mut Ext, x: Error) -> Result<()> {
+        // A revocation was seen before it could fail this run; any other error may come
+        // without a poll (a member known dead fails the run at once).
+        let seen_revoke = matches!(x, Error::Revoked);
         self.fail(e, x);
         // One progress round even when nothing is in flight: a run that fails at once (a
         // member known dead) would otherwise never read the incoming messages, and a caller
         // retrying the collective in a loop would never see the revocation it waits for.
-        e.progress();
+        // After a revocation that round is no use, and it costs the caller the poll of the
+        // messages racing in behind the revoke (the peers' next collective).
+        if !seen_revoke {
+            e.progress();
+        }
         let mut spins = 0u32;
         loop {
             if let Some(r) = self.drain(e) {

@@ -227,6 +227,11 @@ impl Engine {
         Ok(self.core.comms.get(c)?.ctx)
     }
 
+    /// World ranks of the members of `c`, in communicator rank order, borrowed.
+    pub(crate) fn comm_members(&self, c: CommId) -> Result<&[u32]> {
+        Ok(&self.core.comms.get(c)?.world_of)
+    }
+
     /// World ranks of the members of `c`, in communicator rank order.
     pub(crate) fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
         Ok(self.core.comms.get(c)?.world_of.clone())

@@ -393,6 +393,12 @@ impl Ext {
         self.0.comm_size(c)
     }
 
+    /// World ranks of the members of `c`, in communicator rank order, without a copy.
+    #[inline]
+    pub fn comm_members(&self, c: CommId) -> Result<&[u32]> {
+        self.0.comm_members(c)
+    }
+
     /// World ranks of the members of `c`, in communicator rank order.
     pub fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
         self.0.comm_group(c)

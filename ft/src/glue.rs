@@ -102,11 +102,16 @@ struct CommInfo {
 
 impl CommInfo {
     fn rank_of(&self, w: u32) -> Option<u32> {
-        if self.world_of.get(w as usize) == Some(&w) {
-            return Some(w); // the world communicator and its duplicates
-        }
-        self.world_of.iter().position(|&x| x == w).map(|p| p as u32)
+        rank_in(&self.world_of, w)
     }
+}
+
+/// Rank of world rank `w` in a communicator of members `world_of`.
+fn rank_in(world_of: &[u32], w: u32) -> Option<u32> {
+    if world_of.get(w as usize) == Some(&w) {
+        return Some(w); // the world communicator and its duplicates
+    }
+    world_of.iter().position(|&x| x == w).map(|p| p as u32)
 }
 
 enum Local {
@@ -265,15 +270,15 @@ impl Ft {
     /// Revoke `c` at every live member (reliable broadcast); returns at once.
     pub fn revoke(&self, e: &mut Ext, c: CommId) -> Result<()> {
         self.activate(e);
-        let mut g = self.st.borrow_mut();
-        let ctx = g.info(e, c)?;
         if e.is_revoked(c)? {
             return Ok(());
         }
-        let mut rv = g.revoke_sm(e, ctx);
-        let acts = rv.start();
-        g.apply_revoke(e, ctx, acts);
-        Ok(())
+        let ctx = e.comm_ctx(c)?;
+        let epoch = match self.st.borrow().comms.get(&ctx).filter(|i| i.id == c) {
+            Some(i) => i.epoch,
+            None => epoch_of(e.comm_members(c)?),
+        };
+        self.st.borrow_mut().revoke_here(e, c, ctx, epoch, None)
     }
 
     /// Start an agreement on `c`: AND of `flag` over the members; the result is written to
@@ -529,34 +534,87 @@ impl Glue {
         Ok(true)
     }
 
-    fn failed_ranks(&self, e: &Ext, ctx: u32) -> Vec<u32> {
-        let info = &self.comms[&ctx];
-        e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect()
+    /// Revoke communicator `c` (context `ctx`, epoch `epoch`) here: this member's first
+    /// sight of the revocation, started locally (`from` = `None`) or by a message from member
+    /// `from`. The forwards leave first, then the local delivery. Works on the engine's member
+    /// list, not on [`CommInfo`]: a revoke is often the first FT operation on its
+    /// communicator, and building the cached state would delay the message.
+    fn revoke_here(&mut self, e: &mut Ext, c: CommId, ctx: u32, epoch: u32, from: Option<u32>) -> Result<()> {
+        let members = e.comm_members(c)?;
+        let me = e.comm_rank(c)?;
+        let failed: Vec<u32> = if e.failure_count() == 0 {
+            Vec::new()
+        } else {
+            e.failed_world_ranks().iter().filter_map(|&w| rank_in(members, w)).collect()
+        };
+        let mut rv = Revoke::new(members.len() as u32, me, &failed);
+        let acts = match from {
+            None => rv.start(),
+            Some(f) => rv.on_msg(f),
+        };
+        for a in acts {
+            match a {
+                revoke::Action::Send { to } => {
+                    let w = e.comm_members(c)?[to as usize];
+                    send_wire(e, &mut self.buf, w, ctx, &Wire::Revoke { ctx, epoch });
+                }
+                revoke::Action::Deliver => {
+                    if e.revoke_local(c).unwrap_or(false) {
+                        self.stats.revokes += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
-    fn revoke_sm(&self, e: &Ext, ctx: u32) -> Revoke {
-        let info = &self.comms[&ctx];
-        Revoke::new(info.world_of.len() as u32, info.rank, &self.failed_ranks(e, ctx))
+    /// The live communicator of context `ctx` with its epoch: from the cache when it is
+    /// there, else from the engine.
+    fn live_comm(&self, e: &Ext, ctx: u32) -> Option<(CommId, u32)> {
+        if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm_ctx(i.id) == Ok(ctx)) {
+            return Some((i.id, i.epoch));
+        }
+        let c = e.comm_by_ctx(ctx)?;
+        Some((c, epoch_of(e.comm_members(c).ok()?)))
+    }
+
+    /// A revoke message from world rank `peer` for `(ctx, epoch)`.
+    fn on_revoke(&mut self, e: &mut Ext, peer: u32, ctx: u32, epoch: u32, p: &[u8]) {
+        let Some((c, ep)) = self.live_comm(e, ctx) else {
+            if ctx >= e.next_ctx() {
+                // For a communicator this process will create soon.
+                self.park(peer, class::REVOKE, p);
+            } else {
+                self.stats.stale += 1;
+            }
+            return;
+        };
+        if ep != epoch {
+            self.stats.stale += 1;
+            return;
+        }
+        if e.is_revoked(c).unwrap_or(true) {
+            return;
+        }
+        let Some(from) = e.comm_members(c).ok().and_then(|m| rank_in(m, peer)) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        // `c` is live (looked up just now), so this cannot fail.
+        let _ = self.revoke_here(e, c, ctx, epoch, Some(from));
     }
 
     fn send(&mut self, e: &mut Ext, w: u32, ctx: u32, m: &Wire) {
         send_wire(e, &mut self.buf, w, ctx, m);
     }
 
-    fn apply_revoke(&mut self, e: &mut Ext, ctx: u32, acts: Vec<revoke::Action>) {
-        let (id, epoch) = (self.comms[&ctx].id, self.comms[&ctx].epoch);
-        for a in acts {
-            match a {
-                revoke::Action::Send { to } => {
-                    let w = self.comms[&ctx].world_of[to as usize];
-                    self.send(e, w, ctx, &Wire::Revoke { ctx, epoch });
-                }
-                revoke::Action::Deliver => {
-                    if e.revoke_local(id).unwrap_or(false) {
-                        self.stats.revokes += 1;
-                    }
-                }
-            }
+    /// Keep a message for a communicator not created here yet (bounded).
+    fn park(&mut self, peer: u32, cls: u8, p: &[u8]) {
+        if self.parked.len() < MAX_PARKED {
+            self.stats.parked += 1;
+            self.parked.push((peer, cls, p.to_vec()));
+        } else {
+            self.stats.malformed += 1;
         }
     }
 
@@ -662,51 +720,33 @@ impl Glue {
             }
         };
         match w {
-            Wire::Revoke { ctx, epoch } | Wire::Agree { ctx, epoch, .. } => {
+            Wire::Revoke { ctx, epoch } => self.on_revoke(e, peer, ctx, epoch, p),
+            Wire::Agree { ctx, epoch, seq, msg } => {
                 match self.resolve(e, ctx, epoch) {
                     Err(()) => {
                         self.stats.stale += 1;
                         return;
                     }
                     Ok(false) => {
-                        if self.parked.len() < MAX_PARKED {
-                            self.stats.parked += 1;
-                            self.parked.push((peer, cls, p.to_vec()));
-                        } else {
-                            self.stats.malformed += 1;
-                        }
+                        self.park(peer, cls, p);
                         return;
                     }
                     Ok(true) => {}
                 }
                 let info = &self.comms[&ctx];
-                let (id, next_seq) = (info.id, info.next_seq);
+                let next_seq = info.next_seq;
                 let Some(from) = info.rank_of(peer) else {
                     self.stats.malformed += 1;
                     return;
                 };
-                match w {
-                    Wire::Revoke { .. } => {
-                        if e.is_revoked(id).unwrap_or(true) {
-                            return;
-                        }
-                        let mut rv = self.revoke_sm(e, ctx);
-                        let acts = rv.on_msg(from);
-                        self.apply_revoke(e, ctx, acts);
-                    }
-                    Wire::Agree { seq, msg, .. } => {
-                        if seq > next_seq.saturating_add(1 << 16) {
-                            self.stats.stale += 1;
-                            return;
-                        }
-                        // Below `next_seq` without an instance: decided and dropped, stale.
-                        let create = seq >= next_seq;
-                        if !self.drive(e, ctx, seq, create, |inst, out| inst.era.on_msg_into(from, msg, out))
-                        {
-                            self.stats.stale += 1;
-                        }
-                    }
-                    _ => unreachable!("matched above"),
+                if seq > next_seq.saturating_add(1 << 16) {
+                    self.stats.stale += 1;
+                    return;
+                }
+                // Below `next_seq` without an instance: decided and dropped, stale.
+                let create = seq >= next_seq;
+                if !self.drive(e, ctx, seq, create, |inst, out| inst.era.on_msg_into(from, msg, out)) {
+                    self.stats.stale += 1;
                 }
             }
             Wire::Heartbeat { .. } => {
