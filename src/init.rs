@@ -134,6 +134,12 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     if let Some(flag) = rt.borrow().terminated_flag() {
         engine.wake_on(flag);
     }
+    // Under weft-run, deaths are also written into a shared page each rank checks at every
+    // progress call: no wake-up of the PMIx client's thread on the way.
+    if let Some(mut board) = weft_pmix::board::Board::from_env(me, size)? {
+        engine.wake_on(board.flag());
+        engine.add_failure_source(Box::new(move |out: &mut Vec<u32>| board.poll(out)));
+    }
     Ok(engine)
 }
 

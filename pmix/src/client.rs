@@ -121,6 +121,14 @@ pub fn launcher_seen_ns() -> Option<u64> {
         t => Some(t),
     }
 }
+/// Record the launcher's observation time of a death that reached this process another way
+/// (weft-run's failure board, [`crate::board`]).
+pub(crate) fn note_launcher_seen(ns: u64) {
+    if ns != 0 {
+        LAUNCHER_SEEN_NS.store(ns, Ordering::Release);
+    }
+}
+
 /// What the event handler needs to know and where it puts the ranks it finds.
 static EVENTS: Mutex<EventState> =
     Mutex::new(EventState { nspace: None, rank: 0, size: 0, queue: Vec::new() });

@@ -8,12 +8,14 @@
 //!
 //! [`from_env`] picks the backend from the environment a launcher leaves behind.
 //!
-//! Also: [`server`], the OpenPMIx server that the embedded launcher `weft-run` hosts, and
-//! [`launcher`], weft-run's fault-injection control connection.
+//! Also: [`server`], the OpenPMIx server that the embedded launcher `weft-run` hosts,
+//! [`launcher`], weft-run's fault-injection control connection, and [`board`], the shared page
+//! through which weft-run tells its ranks of deaths without a PMIx round trip.
 
 mod error;
 mod runtime;
 
+pub mod board;
 pub mod client;
 pub mod launcher;
 pub mod pmi2;

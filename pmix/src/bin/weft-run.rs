@@ -282,6 +282,15 @@ fn run(cli: Cli) -> u8 {
             return 1;
         }
     };
+    // The failure board: deaths reach the ranks through shared memory as well as PMIx.
+    let board = match weft_pmix::board::BoardWriter::create(cli.n) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            note!("weft-run: no failure board ({e}); deaths reach the ranks by PMIx events only");
+            None
+        }
+    };
+    let board_fd = board.as_ref().map(|b| b.fd());
     let spec = SpawnSpec {
         prog: &prog,
         ld_library_path: ld_library_path.as_deref(),
@@ -292,6 +301,7 @@ fn run(cli: Cli) -> u8 {
         fi_domains: &fi_domains,
         netns_fds: &netns_fds,
         cpus: &cpus,
+        board_fd,
     };
     let start = Instant::now();
     let mut procs = Vec::with_capacity(cli.n as usize);
@@ -334,7 +344,7 @@ fn run(cli: Cli) -> u8 {
         .map(|a| (start + a.at, Action::KillNode(a.node)))
         .chain(cli.partition.iter().map(|a| (start + a.at, Action::Partition(a.node))))
         .collect();
-    let mut server = Server::new(pmix, listener, sigfd, procs, pgid, deadline, plan, events, netns);
+    let mut server = Server::new(pmix, listener, sigfd, procs, pgid, deadline, plan, events, netns, board);
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {

@@ -208,6 +208,8 @@ pub struct SpawnSpec<'a> {
     pub netns_fds: &'a [RawFd],
     /// CPU set of every rank (`--bind-to`), applied with `sched_setaffinity` before exec.
     pub cpus: &'a [Option<CpuSet>],
+    /// The failure board's descriptor (inherited; named in `WEFT_RUN_BOARD`).
+    pub board_fd: Option<RawFd>,
 }
 
 /// Start rank `rank` in process group `pgid` (`None`: a new group led by this child), with
@@ -233,6 +235,7 @@ pub fn spawn_rank(
         .envs(pmix_env.iter().map(|(k, v)| (k, v)))
         .env(weft_pmix::launcher::ENV_CTL, spec.ctl)
         .env(weft_pmix::launcher::ENV_HOST_SLOT, rank.to_string())
+        .envs(spec.board_fd.map(|fd| (weft_pmix::board::ENV_BOARD, fd.to_string())))
         .process_group(pgid.map(|p| p.as_raw()).unwrap_or(0))
         .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });
     let parent = nix::unistd::getpid().as_raw();

@@ -21,6 +21,7 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::socket::{recv, send, MsgFlags};
 use nix::unistd::Pid;
 
+use weft_pmix::board::BoardWriter;
 use weft_pmix::launcher::{killed_line, ControlRequest, MAX_LINE};
 use weft_pmix::server::{PmixServer, ServerEvent};
 
@@ -90,6 +91,8 @@ pub struct Server {
     netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
     pub failures: Vec<String>,
+    /// The failure board the ranks map (`weft_pmix::board`), if it could be made.
+    board: Option<BoardWriter>,
 }
 
 enum Ev {
@@ -112,6 +115,7 @@ impl Server {
         plan: NodePlan,
         mut events: Vec<(Instant, Action)>,
         netns: Option<NetNs>,
+        board: Option<BoardWriter>,
     ) -> Server {
         events.sort_by_key(|e| e.0);
         Server {
@@ -140,6 +144,7 @@ impl Server {
             failed_unconnected: None,
             netns,
             failures: Vec::new(),
+            board,
         }
     }
 
@@ -472,6 +477,11 @@ impl Server {
         let failed: Vec<u32> = idx.iter().filter(|&&i| self.judge(i)).map(|&i| i as u32).collect();
         if failed.is_empty() {
             return;
+        }
+        if let Some(b) = &self.board {
+            for &r in &failed {
+                b.mark_dead(r, seen_ns);
+            }
         }
         let res = match node {
             Some(n) => self.pmix.notify_node_down(n, &failed, seen_ns),

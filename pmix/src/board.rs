@@ -1,0 +1,239 @@
+//! The launcher's failure board: a shared-memory page through which `weft-run` tells every
+//! rank of a death directly, beside its PMIx termination event.
+//!
+//! The PMIx event travels launcher → PMIx server thread → one socket per client → each
+//! client's PMIx progress thread → the event handler, a wake-up per survivor; with more ranks
+//! than cores those wake-ups queue behind busy ranks. The board skips them: `weft-run`
+//! writes the death into a page every rank maps, and each rank's progress engine checks its
+//! own flag in the page at every progress call (one relaxed load, as for the PMIx event flag).
+//!
+//! Layout (a memfd of `n` ranks, inherited by the ranks; its descriptor number is in
+//! `WEFT_RUN_BOARD`): a header (`MAGIC`, `n`), then per rank the launcher's observation time of
+//! its last death (`u64`, CLOCK_MONOTONIC ns), its death count (`u32`) and its wake flag
+//! (`bool`). The launcher writes time, then count (release), then sets every other rank's
+//! flag (release); a rank clears its flag, then compares the counts (acquire) with those it
+//! has seen: a death is reported once, and one written while it scans raises the flag again.
+//! A rank takes the counts it finds at start as its baseline, so a rank respawned with the
+//! same number (global restart) is not taken for dead by a new epoch.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+
+use crate::RuntimeError;
+
+/// The environment variable that names the board's inherited descriptor.
+pub const ENV_BOARD: &str = "WEFT_RUN_BOARD";
+
+const MAGIC: u64 = u64::from_le_bytes(*b"WEFTBRD1");
+const HEADER: usize = 64;
+
+/// A mapped board of `n` ranks.
+struct Mapping {
+    base: NonNull<u8>,
+    n: usize,
+}
+
+// SAFETY: the mapping is only accessed through atomics (and the immutable header written
+// before any rank maps it); it is never unmapped while a `Mapping` exists.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+const fn board_len(n: usize) -> usize {
+    HEADER + n * (8 + 4 + 1)
+}
+
+impl Mapping {
+    /// Map `len` bytes of `fd` shared, read-write.
+    fn map(fd: &OwnedFd, n: usize) -> std::io::Result<Mapping> {
+        let len = std::num::NonZeroUsize::new(board_len(n)).expect("non-zero");
+        // SAFETY: a fresh shared mapping of a memfd at least `len` long (checked or set by
+        // the caller); nothing else in this process aliases it as non-atomic memory.
+        let p = unsafe {
+            mmap(None, len, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED, fd, 0)
+        }?;
+        Ok(Mapping { base: p.cast(), n })
+    }
+
+    fn at<T>(&self, off: usize) -> &T {
+        debug_assert!(off + std::mem::size_of::<T>() <= board_len(self.n));
+        debug_assert_eq!(off % std::mem::align_of::<T>(), 0);
+        // SAFETY: `off` lies inside the mapping (layout above) and is aligned for `T`, an
+        // atomic or the header word; the mapping lives as long as `self`.
+        unsafe { &*(self.base.as_ptr().add(off) as *const T) }
+    }
+    fn magic(&self) -> &AtomicU64 {
+        self.at(0)
+    }
+    fn ranks(&self) -> &AtomicU64 {
+        self.at(8)
+    }
+    fn seen_ns(&self, r: usize) -> &AtomicU64 {
+        self.at(HEADER + 8 * r)
+    }
+    fn deaths(&self, r: usize) -> &AtomicU32 {
+        self.at(HEADER + 8 * self.n + 4 * r)
+    }
+    fn flag(&self, r: usize) -> &AtomicBool {
+        self.at(HEADER + 12 * self.n + r)
+    }
+}
+
+/// The launcher's side: creates the board and writes deaths into it.
+pub struct BoardWriter {
+    map: Mapping,
+    fd: OwnedFd,
+}
+
+impl BoardWriter {
+    /// A zeroed board for `n` ranks, in a memfd the ranks inherit (no close-on-exec).
+    pub fn create(n: u32) -> std::io::Result<BoardWriter> {
+        let fd = nix::sys::memfd::memfd_create(c"weft-run-board", nix::sys::memfd::MemFdCreateFlag::empty())?;
+        nix::unistd::ftruncate(&fd, board_len(n as usize) as i64)?;
+        let map = Mapping::map(&fd, n as usize)?;
+        map.ranks().store(u64::from(n), Ordering::Relaxed);
+        map.magic().store(MAGIC, Ordering::Release);
+        Ok(BoardWriter { map, fd })
+    }
+
+    /// The descriptor number the ranks find in [`ENV_BOARD`].
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Rank `r` died; the launcher saw it at `seen_ns`. Wakes every other rank.
+    pub fn mark_dead(&self, r: u32, seen_ns: u64) {
+        let r = r as usize;
+        if r >= self.map.n {
+            return;
+        }
+        self.map.seen_ns(r).store(seen_ns, Ordering::Relaxed);
+        self.map.deaths(r).fetch_add(1, Ordering::Release);
+        for s in (0..self.map.n).filter(|&s| s != r) {
+            self.map.flag(s).store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for BoardWriter {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `create`, unmapped once; no reference into it outlives
+        // the writer (its methods borrow `self`).
+        let _ = unsafe { nix::sys::mman::munmap(self.map.base.cast(), board_len(self.map.n)) };
+    }
+}
+
+/// The mapping of this process, made once (a global restart builds several engines in one
+/// process; they share it, each with its own baseline).
+static MAPPED: OnceLock<Mapping> = OnceLock::new();
+
+/// A rank's side: reports the deaths the launcher wrote since it started.
+pub struct Board {
+    map: &'static Mapping,
+    me: usize,
+    /// Death counts already reported (or found at start).
+    known: Vec<u32>,
+}
+
+impl Board {
+    /// The board of the launcher that started this process, if it has one ([`ENV_BOARD`]):
+    /// `me` of `n` ranks. An unusable board is an error naming why.
+    pub fn from_env(me: u32, n: u32) -> Result<Option<Board>, RuntimeError> {
+        let map = match MAPPED.get() {
+            Some(m) => m,
+            None => {
+                let Some(v) = std::env::var_os(ENV_BOARD) else { return Ok(None) };
+                let bad = |why: String| RuntimeError::Env(format!("{ENV_BOARD}={v:?}: {why}"));
+                let fd: RawFd =
+                    v.to_str().and_then(|s| s.parse().ok()).ok_or_else(|| bad("not a descriptor".into()))?;
+                let st = nix::sys::stat::fstat(fd).map_err(|e| bad(format!("fstat: {e}")))?;
+                if (st.st_size as usize) < board_len(n as usize) {
+                    return Err(bad(format!(
+                        "{} bytes, a board of {n} ranks has {}",
+                        st.st_size,
+                        board_len(n as usize)
+                    )));
+                }
+                // SAFETY: the launcher passed this descriptor for us to own; it is closed
+                // (here, once mapped) and not used elsewhere.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                let m = Mapping::map(&owned, n as usize).map_err(|e| bad(format!("mmap: {e}")))?;
+                drop(owned);
+                let found = (m.magic().load(Ordering::Acquire), m.ranks().load(Ordering::Relaxed));
+                if found != (MAGIC, u64::from(n)) {
+                    return Err(bad(format!(
+                        "not a board of {n} ranks (magic {:#x}, ranks {})",
+                        found.0, found.1
+                    )));
+                }
+                MAPPED.get_or_init(|| m)
+            }
+        };
+        if map.n != n as usize || me >= n {
+            return Err(RuntimeError::Env(format!(
+                "{ENV_BOARD}: rank {me} of {n} on a board of {} ranks",
+                map.n
+            )));
+        }
+        let known = (0..map.n).map(|r| map.deaths(r).load(Ordering::Acquire)).collect();
+        Ok(Some(Board { map, me: me as usize, known }))
+    }
+
+    /// This rank's wake flag: set when a death was written.
+    pub fn flag(&self) -> &'static AtomicBool {
+        self.map.flag(self.me)
+    }
+
+    /// Append the ranks that died since the last call (never this rank).
+    pub fn poll(&mut self, out: &mut Vec<u32>) {
+        if !self.map.flag(self.me).swap(false, Ordering::AcqRel) {
+            return;
+        }
+        for r in (0..self.map.n).filter(|&r| r != self.me) {
+            let d = self.map.deaths(r).load(Ordering::Acquire);
+            if d != self.known[r] {
+                self.known[r] = d;
+                crate::client::note_launcher_seen(self.map.seen_ns(r).load(Ordering::Relaxed));
+                out.push(r as u32);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deaths_reach_the_other_ranks_once_and_respawns_start_clean() {
+        let w = BoardWriter::create(4).unwrap();
+        let reader = |me: usize| Board {
+            map: Box::leak(Box::new(Mapping::map(&w.fd.try_clone().unwrap(), 4).unwrap())),
+            me,
+            known: vec![0; 4],
+        };
+        let (mut r0, r2) = (reader(0), reader(2));
+        let mut out = vec![];
+        r0.poll(&mut out);
+        assert!(out.is_empty() && !r0.flag().load(Ordering::Relaxed));
+        w.mark_dead(2, 1234);
+        assert!(r0.flag().load(Ordering::Relaxed) && !r2.flag().load(Ordering::Relaxed));
+        r0.poll(&mut out);
+        assert_eq!(out, [2]);
+        r0.poll(&mut out);
+        assert_eq!(out, [2], "reported once");
+        assert_eq!(crate::client::launcher_seen_ns(), Some(1234));
+        // Rank 2 respawned: its new board starts from the counts it finds.
+        let mut again =
+            Board { known: (0..4).map(|r| w.map.deaths(r).load(Ordering::Acquire)).collect(), ..reader(2) };
+        w.mark_dead(1, 99);
+        again.poll(&mut out);
+        assert_eq!(out, [2, 1]);
+        assert!(!r2.flag().load(Ordering::Relaxed), "one flag per rank: its new incarnation took it");
+        w.mark_dead(9, 0); // out of range: ignored
+    }
+}
