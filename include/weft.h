@@ -113,6 +113,12 @@ typedef enum weft_error {
   WEFT_ERR_OP,
   // invalid datatype value (collectives)
   WEFT_ERR_DATATYPE,
+  // facade `Rollback`: global restart, the job rolled back to a new epoch; the resilient
+  // main must return (this code) to the restart point
+  WEFT_ERR_REINIT,
+  // facade `Reinit`: global restart used wrongly (twice, after `weft_init`) or under a
+  // runtime that cannot respawn processes
+  WEFT_ERR_REINIT_USAGE,
 } weft_error;
 
 // Communicator handle.

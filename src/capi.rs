@@ -104,6 +104,12 @@ pub enum weft_error {
     WEFT_ERR_OP,
     /// invalid datatype value (collectives)
     WEFT_ERR_DATATYPE,
+    /// facade `Rollback`: global restart, the job rolled back to a new epoch; the resilient
+    /// main must return (this code) to the restart point
+    WEFT_ERR_REINIT,
+    /// facade `Reinit`: global restart used wrongly (twice, after `weft_init`) or under a
+    /// runtime that cannot respawn processes
+    WEFT_ERR_REINIT_USAGE,
 }
 
 use weft_error::*;
@@ -131,11 +137,24 @@ pub fn error_code(e: &Error) -> weft_error {
         Error::AlreadyInitialized => WEFT_ERR_ALREADY_INITIALIZED,
         // hwloc / binding failure at init. Shares RUNTIME until it gets its own code (header).
         Error::Topology(_) => WEFT_ERR_TOPOLOGY,
+        Error::Rollback { .. } => WEFT_ERR_REINIT,
+        Error::Reinit(_) => WEFT_ERR_REINIT_USAGE,
     }
 }
 
 /// The code of an engine error.
 pub fn engine_error_code(e: &EngineError) -> weft_error {
+    // A failure-class error of an abandoned global-restart epoch (checked on the error path).
+    if matches!(
+        e,
+        EngineError::ProcFailed { .. }
+            | EngineError::ProcFailedPending
+            | EngineError::Revoked
+            | EngineError::Transport(_)
+    ) && weft_pmix::epoch::rolled_back().is_some()
+    {
+        return WEFT_ERR_REINIT;
+    }
     match e {
         EngineError::InvalidRank { .. } => WEFT_ERR_RANK,
         EngineError::InvalidTag(_) => WEFT_ERR_TAG,
@@ -917,7 +936,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 20] = [
+const ALL_CODES: [weft_error; 22] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -938,6 +957,8 @@ const ALL_CODES: [weft_error; 20] = [
     WEFT_ERR_INTERNAL,
     WEFT_ERR_OP,
     WEFT_ERR_DATATYPE,
+    WEFT_ERR_REINIT,
+    WEFT_ERR_REINIT_USAGE,
 ];
 
 fn error_str(code: weft_error) -> &'static CStr {
@@ -962,6 +983,10 @@ fn error_str(code: weft_error) -> &'static CStr {
         WEFT_ERR_INTERNAL => c"internal error",
         WEFT_ERR_OP => c"invalid reduction operation",
         WEFT_ERR_DATATYPE => c"invalid datatype",
+        WEFT_ERR_REINIT => c"global restart: rolled back to a new epoch, return to the restart point",
+        WEFT_ERR_REINIT_USAGE => {
+            c"global restart cannot run here (called twice, after weft_init, or the runtime cannot respawn)"
+        }
     }
 }
 

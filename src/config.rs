@@ -52,7 +52,8 @@ pub const KEYS: &[Key] = &[
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
-const LAUNCHER_VARS: &[&str] = &["WEFT_RUN_CTL", "WEFT_HOST_SLOT", "WEFT_RUN"];
+const LAUNCHER_VARS: &[&str] =
+    &["WEFT_RUN_CTL", "WEFT_HOST_SLOT", "WEFT_RUN", "WEFT_RUN_RANK", "WEFT_REINIT_EPOCH"];
 
 /// Progress mode (`WEFT_PROGRESS`).
 pub use weft_engine::ProgressMode;

@@ -9,12 +9,14 @@
 //! [`from_env`] picks the backend from the environment a launcher leaves behind.
 //!
 //! Also: [`server`], the OpenPMIx server that the embedded launcher `weft-run` hosts, and
-//! [`launcher`], weft-run's fault-injection control connection.
+//! [`launcher`], weft-run's fault-injection control connection, and [`epoch`], its epoch
+//! service for global restart (Reinit).
 
 mod error;
 mod runtime;
 
 pub mod client;
+pub mod epoch;
 pub mod launcher;
 pub mod pmi2;
 pub mod server;

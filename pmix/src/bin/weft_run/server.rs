@@ -7,6 +7,11 @@
 //! becomes `PMIx_Notify_event(PMIX_EVENT_PROC_TERMINATED, affected proc)`; killing a virtual
 //! node becomes one `PMIX_EVENT_NODE_DOWN` naming all of its ranks. Bootstrap (fence, modex)
 //! is entirely libpmix's, on its own progress thread; this loop only judges how ranks end.
+//!
+//! Global restart: once a rank joined the epoch service (`weft_run/epochs.rs`), a rank killed
+//! by a signal is respawned at once with its old rank (on a spare node when its node was
+//! killed and `--spare-nodes` has one left) and the job moves to the next epoch; a rank that
+//! *exits* with a failure status is an application error and ends the job.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -21,10 +26,12 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::socket::{recv, send, MsgFlags};
 use nix::unistd::Pid;
 
-use weft_pmix::launcher::{killed_line, ControlRequest, MAX_LINE};
+use weft_pmix::epoch::{EpochRequest, MAX_REQUEST};
+use weft_pmix::launcher::{killed_line, ControlRequest};
 use weft_pmix::server::{PmixServer, ServerEvent};
 
-use crate::job::{kill_and_reap_all, Ended, Proc};
+use crate::epochs::{Epochs, Out};
+use crate::job::{kill_and_reap_all, spawn_rank, Ended, Proc, SpawnSpec};
 use crate::netns::NetNs;
 use crate::nodes::NodePlan;
 
@@ -47,6 +54,8 @@ pub enum Teardown {
     /// libpmix counts every registered rank in the job's fences and drops only connected ones,
     /// so the others' bootstrap fence could never complete.
     NeverConnected(u32),
+    /// In a global-restart job, a rank exited with a failure status (not respawned).
+    ReinitFailed(u32),
 }
 
 /// Per-rank state.
@@ -90,6 +99,15 @@ pub struct Server {
     netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
     pub failures: Vec<String>,
+    /// Global restart: how to start a rank again, and the epoch service.
+    spec: SpawnSpec,
+    epochs: Epochs,
+    /// Spare virtual nodes not used yet (`--spare-nodes`), lowest first.
+    spares: Vec<u32>,
+    /// Processes respawned by global restart.
+    pub respawned: u64,
+    /// A rank of a global-restart job that failed without being respawned.
+    reinit_failed: Option<u32>,
 }
 
 enum Ev {
@@ -112,7 +130,11 @@ impl Server {
         plan: NodePlan,
         mut events: Vec<(Instant, Action)>,
         netns: Option<NetNs>,
+        spec: SpawnSpec,
+        spares: Vec<u32>,
+        job_id: &str,
     ) -> Server {
+        let n = procs.len() as u32;
         events.sort_by_key(|e| e.0);
         Server {
             pmix,
@@ -140,6 +162,11 @@ impl Server {
             failed_unconnected: None,
             netns,
             failures: Vec::new(),
+            spec,
+            epochs: Epochs::new(n, job_id),
+            spares,
+            respawned: 0,
+            reinit_failed: None,
         }
     }
 
@@ -159,6 +186,10 @@ impl Server {
             if let Some(code) = self.aborted {
                 self.teardown();
                 return Some(Teardown::Abort(code));
+            }
+            if let Some(rank) = self.reinit_failed {
+                self.teardown();
+                return Some(Teardown::ReinitFailed(rank));
             }
             if let Some(rank) = self.failed_unconnected {
                 // Only a PMIx job hangs: programs that never connect (plain `false`) do not.
@@ -349,21 +380,37 @@ impl Server {
         loop {
             let Some(c) = self.conns.get_mut(&id) else { return };
             let Some(nl) = c.rx.iter().position(|&b| b == b'\n') else {
-                if c.rx.len() > MAX_LINE {
+                if c.rx.len() > MAX_REQUEST {
                     self.answer(id, "error request line too long\n");
                     self.conns.remove(&id);
                 }
                 break;
             };
             let line: Vec<u8> = c.rx.drain(..=nl).collect();
-            let answer = match ControlRequest::parse(&String::from_utf8_lossy(&line[..nl])) {
-                Ok(req) => self.kill_request(req),
-                Err(why) => format!("error {why}\n"),
+            let line = String::from_utf8_lossy(&line[..nl]).into_owned();
+            let answer = match EpochRequest::parse(&line) {
+                Some(Ok(req)) => {
+                    let out = self.epochs.request(id, req, &self.spec.node_of);
+                    self.write_all(out);
+                    continue;
+                }
+                Some(Err(why)) => format!("error {why}\n"),
+                None => match ControlRequest::parse(&line) {
+                    Ok(req) => self.kill_request(req),
+                    Err(why) => format!("error {why}\n"),
+                },
             };
             self.answer(id, &answer);
         }
         if eof {
             self.conns.remove(&id);
+            self.epochs.closed(id);
+        }
+    }
+
+    fn write_all(&mut self, out: Out) {
+        for (conn, line) in out {
+            self.answer(conn, &line);
         }
     }
 
@@ -379,6 +426,7 @@ impl Server {
                 Err(_) => {
                     // The requester is gone (maybe it was a victim).
                     self.conns.remove(&id);
+                    self.epochs.closed(id);
                     return;
                 }
             }
@@ -473,6 +521,10 @@ impl Server {
         if failed.is_empty() {
             return;
         }
+        if self.epochs.active() && !self.epochs.done {
+            self.respawn(&failed, node, seen_ns);
+            return;
+        }
         let res = match node {
             Some(n) => self.pmix.notify_node_down(n, &failed, seen_ns),
             None => failed.iter().try_for_each(|&r| self.pmix.notify_terminated(r, seen_ns)),
@@ -480,6 +532,54 @@ impl Server {
         if let Err(e) = res {
             note!("weft-run: could not notify the survivors of {failed:?}: {e}");
         }
+    }
+
+    /// Global restart: start every rank of `failed` again (on a spare node if `node` was
+    /// killed and a spare is left) and move the job to the next epoch. A rank that exited
+    /// with a status instead of being killed is an application failure: the job ends.
+    fn respawn(&mut self, failed: &[u32], node: Option<u32>, seen_ns: u64) {
+        let exited = |r: &&u32| matches!(self.ranks[**r as usize].proc_.ended, Some(Ended::Exited(_)));
+        if let Some(&r) = failed.iter().find(exited) {
+            self.reinit_failed.get_or_insert(r);
+            return;
+        }
+        if node.is_some() && !self.spares.is_empty() {
+            let spare = self.spares.remove(0);
+            for &r in failed {
+                self.spec.node_of[r as usize] = spare;
+            }
+            note!("weft-run: ranks {failed:?} move to spare node {spare}");
+        }
+        let epoch = self.epochs.epoch + 1;
+        for &r in failed {
+            let mut res = spawn_rank(&self.spec, r, &[], self.pgid, Some(epoch));
+            if res.is_err() && self.pgid.is_some() {
+                res = spawn_rank(&self.spec, r, &[], None, Some(epoch));
+            }
+            match res {
+                Ok(p) => {
+                    // Recovered: not a failure of the job.
+                    self.failures.pop();
+                    note!("weft-run: global restart: rank {r} respawned (pid {}) for epoch {epoch}", p.pid);
+                    let st = &mut self.ranks[r as usize];
+                    *st = RankState {
+                        proc_: p,
+                        connected: false,
+                        finalized: false,
+                        kill_reason: None,
+                        judged: false,
+                    };
+                    self.respawned += 1;
+                }
+                Err(e) => {
+                    note!("weft-run: global restart: cannot respawn rank {r}: {e}");
+                    self.reinit_failed.get_or_insert(r);
+                    return;
+                }
+            }
+        }
+        let out = self.epochs.rollback(failed, seen_ns, mono_ns(), &self.spec.node_of);
+        self.write_all(out);
     }
 
     /// Reap and judge rank `i`: true if it failed (and it had not been judged before).
@@ -490,10 +590,15 @@ impl Server {
         let Some(ended) = self.ranks[i].proc_.try_reap() else {
             return false;
         };
+        // In a global-restart job, leaving before every rank completed the epoch is a failure.
+        let reinit_running = self.epochs.active() && !self.epochs.done;
         let st = &mut self.ranks[i];
         st.judged = true;
         // A rank that never connected and exited 0 was not a weft program: not a failure.
-        let clean = ended == Ended::Exited(0) && (st.finalized || !st.connected) && st.kill_reason.is_none();
+        let clean = ended == Ended::Exited(0)
+            && (st.finalized || !st.connected)
+            && st.kill_reason.is_none()
+            && !reinit_running;
         if clean {
             return false;
         }
