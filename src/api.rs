@@ -27,6 +27,8 @@ pub struct Weft {
     core: Rc<OpsCore>,
     /// Global restart: the epoch this instance belongs to.
     epoch: Option<u64>,
+    /// This handle finalizes the instance on drop (false for [`Weft::handle`]).
+    owner: bool,
 }
 
 /// Initialise weft from the environment: reads `WEFT_*` settings, bootstraps through
@@ -66,7 +68,7 @@ fn start(core: impl FnOnce() -> Result<OpsCore>, epoch: Option<u64>) -> Result<W
     if INITIALIZED.swap(true, Ordering::AcqRel) {
         return Err(Error::AlreadyInitialized);
     }
-    let res = core().map(|core| Weft { core: Rc::new(core), epoch });
+    let res = core().map(|core| Weft { core: Rc::new(core), epoch, owner: true });
     if res.is_err() {
         INITIALIZED.store(false, Ordering::Release);
     }
@@ -98,6 +100,12 @@ impl Weft {
     /// for an instance of [`init`].
     pub fn epoch(&self) -> Option<u64> {
         self.epoch
+    }
+
+    /// A second handle on this instance that does not finalize it on drop (the C ABI's
+    /// thread state during a global-restart epoch).
+    pub(crate) fn handle(&self) -> Weft {
+        Weft { core: self.core.clone(), epoch: self.epoch, owner: false }
     }
 
     /// Global restart: leave this epoch's instance without flushing or telling the runtime.
@@ -178,6 +186,11 @@ impl Weft {
     /// Leave the job: complete queued sends, then tell the runtime. Further use of
     /// communicators of this instance is an error.
     pub fn finalize(self) -> Result<()> {
+        if !self.owner {
+            return Err(Error::Reinit(
+                "weft_finalize inside the resilient main: global restart finalizes".into(),
+            ));
+        }
         self.finalize_inner()
     }
 
@@ -195,7 +208,9 @@ impl Weft {
 
 impl Drop for Weft {
     fn drop(&mut self) {
-        let _ = self.finalize_inner();
+        if self.owner {
+            let _ = self.finalize_inner();
+        }
     }
 }
 

@@ -34,8 +34,10 @@ use crate::{EngineError, Error, Weft};
 
 mod coll;
 mod ft;
+mod reinit;
 pub use coll::*;
 pub use ft::*;
+pub use reinit::*;
 
 /// Communicator handle.
 pub type weft_comm = u64;
@@ -110,6 +112,8 @@ pub enum weft_error {
     /// facade `Reinit`: global restart used wrongly (twice, after `weft_init`) or under a
     /// runtime that cannot respawn processes
     WEFT_ERR_REINIT_USAGE,
+    /// facade `ResilientMain`: the resilient main returned an error code (not a rollback)
+    WEFT_ERR_REINIT_MAIN,
 }
 
 use weft_error::*;
@@ -139,6 +143,7 @@ pub fn error_code(e: &Error) -> weft_error {
         Error::Topology(_) => WEFT_ERR_TOPOLOGY,
         Error::Rollback { .. } => WEFT_ERR_REINIT,
         Error::Reinit(_) => WEFT_ERR_REINIT_USAGE,
+        Error::ResilientMain { .. } => WEFT_ERR_REINIT_MAIN,
     }
 }
 
@@ -936,7 +941,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 22] = [
+const ALL_CODES: [weft_error; 23] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -959,6 +964,7 @@ const ALL_CODES: [weft_error; 22] = [
     WEFT_ERR_DATATYPE,
     WEFT_ERR_REINIT,
     WEFT_ERR_REINIT_USAGE,
+    WEFT_ERR_REINIT_MAIN,
 ];
 
 fn error_str(code: weft_error) -> &'static CStr {
@@ -987,6 +993,7 @@ fn error_str(code: weft_error) -> &'static CStr {
         WEFT_ERR_REINIT_USAGE => {
             c"global restart cannot run here (called twice, after weft_init, or the runtime cannot respawn)"
         }
+        WEFT_ERR_REINIT_MAIN => c"global restart: the resilient main returned an error",
     }
 }
 

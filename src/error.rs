@@ -33,6 +33,10 @@ pub enum Error {
     /// under a runtime that cannot respawn processes).
     #[error("global restart: {0}")]
     Reinit(String),
+    /// Global restart: the resilient main of the C ABI returned `code`, which is neither
+    /// success nor a rollback.
+    #[error("global restart: the resilient main returned {code}")]
+    ResilientMain { code: i32 },
 }
 
 impl From<EngineError> for Error {

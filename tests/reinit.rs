@@ -117,7 +117,8 @@ fn sixteen_ranks_oversubscribed() {
 fn misuse_gives_typed_errors() {
     let prog = example("reinit_misuse");
     for mode in ["twice", "after_init", "main_error"] {
-        let out = weft_job(2, &prog, &[mode], &[], 60);
+        // One rank: a rank leaving with an error ends the job (weft-run kills the others).
+        let out = weft_job(1, &prog, &[mode], &[], 60);
         let (so, se) = text(&out);
         assert!(so.contains(&format!("reinit_misuse: {mode} -> OK")), "{mode}:\n{so}\n{se}");
     }
@@ -130,4 +131,36 @@ fn misuse_gives_typed_errors() {
     let out = run_with_timeout(cmd, std::time::Duration::from_secs(60));
     let (so, se) = text(&out);
     assert!(out.status.success() && so.contains("no_launcher -> OK"), "{so}\n{se}");
+}
+
+/// The C twin of the solver (file checkpoints, `weft_reinit`): two failures, the failure-free
+/// answer.
+#[test]
+fn c_solver_two_failures() {
+    let exe = compile_c("examples/c/reinit_solver.c");
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("reinit-c-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in [4, 8] {
+        let out = weft_job(n, &exe, &[&dir.to_string_lossy(), "60", "0:2@17", "1:0@33"], &[], 120);
+        let (so, se) = text(&out);
+        assert!(out.status.success(), "status {:?}\n{so}\n{se}", out.status);
+        assert!(so.contains(&format!("answer OK ({n} ranks, 60 iterations, final epoch 2)")), "{so}\n{se}");
+        for f in std::fs::read_dir(&dir).unwrap().flatten() {
+            let _ = std::fs::remove_file(f.path());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Misuse through the C ABI: typed codes.
+#[test]
+fn c_misuse_gives_typed_codes() {
+    let exe = compile_c("tests/c/reinit_misuse.c");
+    for mode in ["twice", "after_init", "main_error", "null", "init_inside"] {
+        let out = weft_job(1, &exe, &[mode], &[], 60);
+        let (so, se) = text(&out);
+        assert!(so.contains(&format!("reinit_misuse.c: {mode} ok")), "{mode}:\n{so}\n{se}");
+    }
 }

@@ -160,6 +160,20 @@ pub fn rolled_back() -> Option<u64> {
     (run != u64::MAX && ann > run).then_some(ann)
 }
 
+/// Wait (up to the runtime timeout) until the launcher announces an epoch after `epoch`;
+/// true if it did. For a failure seen in-band before the launcher's rollback arrived.
+pub fn wait_rollback(epoch: u64) -> bool {
+    let newer = || ANNOUNCED.load(Ordering::Acquire) > epoch;
+    let until = std::time::Instant::now() + crate::server_timeout();
+    while std::time::Instant::now() < until {
+        if newer() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    newer()
+}
+
 /// What the last `rollback` push said.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RollbackInfo {
@@ -335,14 +349,7 @@ impl EpochLink {
     /// Wait (up to the runtime timeout) until the launcher announces an epoch after `epoch`;
     /// true if it did.
     pub fn wait_rollback(&self, epoch: u64) -> bool {
-        let until = std::time::Instant::now() + crate::server_timeout();
-        while std::time::Instant::now() < until {
-            if self.epoch() > epoch {
-                return true;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-        self.epoch() > epoch
+        wait_rollback(epoch)
     }
 
     /// The resilient main returned in `epoch`: wait until every rank has, then `Ok`; or
