@@ -8,7 +8,10 @@
 //!
 //! Failures: `--kill E:R@I` makes rank R SIGKILL itself at iteration I of epoch E
 //! (repeatable); `--kill-in-recovery E:R` makes rank R SIGKILL itself in epoch E before it
-//! loads its checkpoint, i.e. while the job is recovering.
+//! loads its checkpoint, i.e. while the job is recovering; `--kill-node E:NODE@I` makes rank 0
+//! ask weft-run to SIGKILL every rank of virtual node NODE at iteration I of epoch E;
+//! `--stop E:R@I` makes rank R SIGSTOP itself there (a helper sends SIGCONT 2 s later), for
+//! the heartbeat detector to declare it and weft-run to kill it.
 //!
 //! Usage: `weft-run -n N reinit_solver [--iters I] [--ckpt K] [--dir DIR] [--kill E:R@I]...
 //! [--kill-in-recovery E:R]...`
@@ -29,10 +32,26 @@ struct Args {
     dir: Option<String>,
     kills: Vec<(u64, u32, u64)>,
     recovery_kills: Vec<(u64, u32)>,
+    node_kills: Vec<(u64, u32, u64)>,
+    stops: Vec<(u64, u32, u64)>,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { iters: 200, ckpt: 10, dir: None, kills: Vec::new(), recovery_kills: Vec::new() };
+    let mut a = Args {
+        iters: 200,
+        ckpt: 10,
+        dir: None,
+        kills: Vec::new(),
+        recovery_kills: Vec::new(),
+        node_kills: Vec::new(),
+        stops: Vec::new(),
+    };
+    let at = |v: &str, what: &str| -> Result<(u64, u32, u64), String> {
+        let bad = || format!("{what} E:R@I, not {v:?}");
+        let (e, ri) = v.split_once(':').ok_or_else(bad)?;
+        let (r, i) = ri.split_once('@').ok_or_else(bad)?;
+        Ok((e.parse().map_err(|_| bad())?, r.parse().map_err(|_| bad())?, i.parse().map_err(|_| bad())?))
+    };
     let mut it = std::env::args().skip(1);
     let num = |s: &str| s.parse::<u64>().map_err(|_| format!("{s:?} is not a number"));
     while let Some(k) = it.next() {
@@ -41,11 +60,9 @@ fn parse() -> Result<Args, String> {
             "--iters" => a.iters = num(&v)?,
             "--ckpt" => a.ckpt = num(&v)?.max(1),
             "--dir" => a.dir = Some(v),
-            "--kill" => {
-                let (e, ri) = v.split_once(':').ok_or("--kill E:R@I")?;
-                let (r, i) = ri.split_once('@').ok_or("--kill E:R@I")?;
-                a.kills.push((num(e)?, num(r)? as u32, num(i)?));
-            }
+            "--kill" => a.kills.push(at(&v, "--kill")?),
+            "--kill-node" => a.node_kills.push(at(&v, "--kill-node")?),
+            "--stop" => a.stops.push(at(&v, "--stop")?),
             "--kill-in-recovery" => {
                 let (e, r) = v.split_once(':').ok_or("--kill-in-recovery E:R")?;
                 a.recovery_kills.push((num(e)?, num(r)? as u32));
@@ -131,10 +148,30 @@ fn solve(a: &Args, store: &mut Store, state: ReinitState, w: &Weft) -> weft::Res
         Some((_, data)) => from_bytes(&data).ok_or(weft::Error::Reinit("bad checkpoint data".into()))?,
         None => (0, initial(n)[me as usize * CELLS..(me as usize + 1) * CELLS].to_vec()),
     };
-    println!("reinit_solver: rank {me} epoch {epoch} {state:?} resumes at iteration {it}");
+    println!(
+        "reinit_solver: rank {me} epoch {epoch} {state:?} resumes at iteration {it} on node {}",
+        w.node_id()
+    );
     while it < a.iters {
         if a.kills.contains(&(epoch, me, it)) {
             die();
+        }
+        if me == 0 {
+            for &(_, node, _) in a.node_kills.iter().filter(|&&(e, _, i)| (e, i) == (epoch, it)) {
+                let killed =
+                    weft_pmix::launcher::LauncherControl::connect().and_then(|mut c| c.kill_node(node));
+                println!("reinit_solver: node {node} killed: {killed:?}");
+            }
+        }
+        if a.stops.contains(&(epoch, me, it)) {
+            let pid = std::process::id();
+            let _ = std::process::Command::new("sh")
+                .args(["-c", &format!("sleep 2; kill -CONT {pid} 2>/dev/null")])
+                .spawn();
+            println!("reinit_solver: rank {me} stops itself at iteration {it}");
+            // SAFETY: raise() with a valid signal number has no memory-safety preconditions.
+            unsafe { libc::raise(libc::SIGSTOP) };
+            println!("reinit_solver: rank {me} resumed (FAILED: a declared rank must have been killed)");
         }
         let (first, last) = (u[0].to_le_bytes(), u[CELLS - 1].to_le_bytes());
         let (mut lb, mut rb) = ([0u8; 8], [0u8; 8]);

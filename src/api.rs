@@ -96,6 +96,12 @@ impl Weft {
         self.core.config()
     }
 
+    /// The node this process runs on (the runtime's dense node id; a virtual node under
+    /// `weft-run --nodes`).
+    pub fn node_id(&self) -> u32 {
+        self.core.node_id()
+    }
+
     /// Global restart: the epoch of this instance (0 first, one more per rollback); `None`
     /// for an instance of [`init`].
     pub fn epoch(&self) -> Option<u64> {

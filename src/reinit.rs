@@ -98,9 +98,20 @@ pub fn reinit_with<T>(cfg: Config, mut main: impl FnMut(ReinitState, &Weft) -> R
                 Err(e) => Err(Some(Error::from(e))),
             },
             Err(_) if link.epoch() > epoch => Err(None),
-            // A failure seen in-band (a peer's death) before the launcher's rollback arrived:
-            // the launcher respawns killed processes, so the rollback follows.
-            Err(e) if is_failure(&e) && link.wait_rollback(epoch) => Err(None),
+            // A failure seen before the launcher's rollback arrived: a peer's death seen in-band
+            // (the rollback follows), or a rank the heartbeat detector declared, which the
+            // launcher is told to kill (then the rollback follows).
+            Err(e)
+                if is_failure(&e) && {
+                    let failed = w.failed_world_ranks();
+                    if !failed.is_empty() {
+                        let _ = link.report_failed(epoch, &failed);
+                    }
+                    link.wait_rollback(epoch)
+                } =>
+            {
+                Err(None)
+            }
             Err(e) => Err(Some(e)),
         };
         link.set_running(None);

@@ -10,13 +10,19 @@ use common::*;
 /// Run the solver on `n` ranks with `args`; it must finish with the failure-free answer in
 /// epoch `epochs` (one per failure), and weft-run must have respawned `epochs` processes.
 fn solver(n: u32, launcher: &[&str], args: &[&str], epochs: u64) -> String {
+    solver_respawns(n, launcher, args, epochs, epochs)
+}
+
+/// As [`solver`], with `respawns` processes respawned in all (a node kill respawns several
+/// in one epoch).
+fn solver_respawns(n: u32, launcher: &[&str], args: &[&str], epochs: u64, respawns: u64) -> String {
     let out = weft_job_on(n, launcher, &example("reinit_solver"), args, &[], 120);
     let (so, se) = text(&out);
     assert!(out.status.success(), "{args:?}: status {:?}\nstdout:\n{so}\nstderr:\n{se}", out.status);
     let want = format!("answer OK ({n} ranks,");
     assert!(so.contains(&want), "{args:?}: no correct answer:\n{so}\n{se}");
     assert!(so.contains(&format!("final epoch {epochs},")), "{args:?}: not in epoch {epochs}:\n{so}\n{se}");
-    assert_eq!(se.matches("global restart: rank").count() as u64, epochs, "{args:?}: respawns:\n{se}");
+    assert_eq!(se.matches(") for epoch ").count() as u64, respawns, "{args:?}: respawns:\n{se}");
     so
 }
 
@@ -163,4 +169,43 @@ fn c_misuse_gives_typed_codes() {
         let (so, se) = text(&out);
         assert!(so.contains(&format!("reinit_misuse.c: {mode} ok")), "{mode}:\n{so}\n{se}");
     }
+}
+
+/// A whole virtual node killed: its ranks are respawned on the spare node.
+#[test]
+fn node_killed_ranks_respawn_on_spare_node() {
+    let so = solver_respawns(
+        8,
+        &["--nodes", "2", "--spare-nodes", "1"],
+        &["--iters", "60", "--kill-node", "0:1@23"],
+        1,
+        4,
+    );
+    for r in 4..8 {
+        assert!(
+            so.contains(&format!("rank {r} epoch 1 Restarted resumes at iteration 20 on node 2")),
+            "{so}"
+        );
+    }
+    for r in 0..4 {
+        assert!(so.contains(&format!("rank {r} epoch 1 Reinited resumes at iteration 20 on node 0")), "{so}");
+    }
+}
+
+/// A rank frozen with SIGSTOP is declared failed by the heartbeat detector; weft-run kills it
+/// (it must never resume: a helper sends SIGCONT 2 s later) and the job rolls back.
+#[test]
+fn frozen_rank_is_declared_killed_and_replaced() {
+    let out = weft_job(
+        4,
+        &example("reinit_solver"),
+        &["--iters", "60", "--stop", "0:2@23"],
+        &[("WEFT_FT_HB_PERIOD", "50"), ("WEFT_FT_HB_TIMEOUT", "500")],
+        120,
+    );
+    let (so, se) = text(&out);
+    assert!(out.status.success(), "status {:?}\n{so}\n{se}", out.status);
+    assert!(so.contains("answer OK (4 ranks,"), "{so}\n{se}");
+    assert!(!so.contains("resumed (FAILED"), "the frozen rank came back:\n{so}\n{se}");
+    assert!(se.contains("rank 2 (pid") && se.contains("[declared failed by a failure detector]"), "{se}");
 }

@@ -15,6 +15,10 @@
 //!   "reinit-join " RANK " " EPOCH "\n"      EPOCH: the epoch the process was started in
 //!   "reinit-fence " EPOCH " " DATA "\n"     DATA: this rank's modex ("-" when empty)
 //!   "reinit-finish " EPOCH "\n"             the resilient main returned in EPOCH
+//!   "reinit-failed " EPOCH " " RANKS "\n"    this rank's engine declared RANKS (comma list)
+//!                                           failed in EPOCH (heartbeat detector): the launcher
+//!                                           SIGKILLs them, so a frozen rank cannot come back
+//!                                           (no answer; the rollback follows)
 //! launcher → rank
 //!   "joined " EPOCH " " SIZE " " JOBID " " NODE_OF "\n"   NODE_OF: node of every rank, comma list
 //!   "fenced " EPOCH (" " DATA){SIZE} "\n"   every rank's DATA, by rank
@@ -53,6 +57,7 @@ pub enum EpochRequest {
     Join { rank: u32, epoch: u64 },
     Fence { epoch: u64, data: String },
     Finish { epoch: u64 },
+    Failed { epoch: u64, ranks: Vec<u32> },
 }
 
 impl EpochRequest {
@@ -78,6 +83,12 @@ impl EpochRequest {
                 Ok(EpochRequest::Fence { epoch, data })
             }),
             "reinit-finish" => num(it.next()).map(|epoch| EpochRequest::Finish { epoch }),
+            "reinit-failed" => num(it.next()).and_then(|epoch| {
+                let list = it.next().ok_or("reinit-failed: missing ranks")?;
+                let ranks: Result<Vec<u32>, _> = list.split(',').map(str::parse).collect();
+                let ranks = ranks.map_err(|_| format!("reinit-failed: {list:?} is not a rank list"))?;
+                Ok(EpochRequest::Failed { epoch, ranks })
+            }),
             _ => Err(format!("unknown request {verb:?}")),
         };
         Some(req.and_then(|r| match it.next() {
@@ -92,6 +103,10 @@ impl EpochRequest {
             EpochRequest::Join { rank, epoch } => format!("reinit-join {rank} {epoch}\n"),
             EpochRequest::Fence { epoch, data } => format!("reinit-fence {epoch} {data}\n"),
             EpochRequest::Finish { epoch } => format!("reinit-finish {epoch}\n"),
+            EpochRequest::Failed { epoch, ranks } => {
+                let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+                format!("reinit-failed {epoch} {}\n", list.join(","))
+            }
         }
     }
 }
@@ -346,6 +361,12 @@ impl EpochLink {
         RUNNING.store(epoch.unwrap_or(u64::MAX), Ordering::Release);
     }
 
+    /// Tell the launcher that this rank's engine declared `ranks` failed in `epoch` (they are
+    /// alive as far as the launcher knows: frozen or cut off); it kills them.
+    pub fn report_failed(&self, epoch: u64, ranks: &[u32]) -> Result<(), RuntimeError> {
+        self.send(&EpochRequest::Failed { epoch, ranks: ranks.to_vec() })
+    }
+
     /// Wait (up to the runtime timeout) until the launcher announces an epoch after `epoch`;
     /// true if it did.
     pub fn wait_rollback(&self, epoch: u64) -> bool {
@@ -505,6 +526,7 @@ mod tests {
             EpochRequest::Fence { epoch: 7, data },
             EpochRequest::Fence { epoch: 0, data: "-".into() },
             EpochRequest::Finish { epoch: 1 },
+            EpochRequest::Failed { epoch: 2, ranks: vec![1, 3] },
         ] {
             assert_eq!(EpochRequest::parse(r.line().trim_end()), Some(Ok(r)));
         }
@@ -524,6 +546,8 @@ mod tests {
             "reinit-fence 1 =00",
             "reinit-fence 1 a-b=00",
             "reinit-what 1",
+            "reinit-failed 1",
+            "reinit-failed 1 a,b",
             "reinit-join 99999999999 0",
         ] {
             assert!(matches!(EpochRequest::parse(bad), Some(Err(_))), "{bad}");

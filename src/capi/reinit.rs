@@ -14,7 +14,7 @@ use std::ffi::{c_char, c_int};
 
 use super::weft_error::*;
 use super::{coll, guard, Fail, State, STATE};
-use crate::{Error, ReinitState};
+use crate::{EngineError, Error, ReinitState};
 
 /// `weft_reinit_state`: first call of the resilient main in a process of the original job.
 pub const WEFT_REINIT_NEW: c_int = 0;
@@ -68,16 +68,15 @@ pub unsafe extern "C" fn weft_reinit(
             CURRENT.set(-1);
             EPOCH.set(-1);
             let epoch = w.epoch().unwrap_or(0);
-            // A failure seen in-band before the launcher's rollback arrived: it follows.
+            // A failure seen before the launcher's rollback arrived: `reinit` handles it as
+            // for the Rust front end (reports detector-declared ranks, waits for the rollback).
             let failure =
                 [WEFT_ERR_PROC_FAILED, WEFT_ERR_PROC_FAILED_PENDING, WEFT_ERR_REVOKED, WEFT_ERR_TRANSPORT]
                     .iter()
                     .any(|&c| c as c_int == rc);
             match rc {
                 0 => Ok(()),
-                _ if failure && weft_pmix::epoch::wait_rollback(epoch) => {
-                    Err(Error::Rollback { epoch: epoch + 1 })
-                }
+                _ if failure => Err(Error::Engine(EngineError::ProcFailed { ranks: w.failed_world_ranks() })),
                 rc if rc == WEFT_ERR_REINIT as c_int => {
                     Err(Error::Rollback { epoch: weft_pmix::epoch::rolled_back().unwrap_or(epoch) })
                 }

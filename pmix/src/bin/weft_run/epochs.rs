@@ -78,6 +78,8 @@ impl Epochs {
                 self.fenced.clear();
                 self.member.values().map(|&c| (c, line.clone())).collect()
             }
+            // The event loop carries these out (it kills the ranks).
+            EpochRequest::Failed { .. } => Vec::new(),
             EpochRequest::Finish { epoch } => {
                 let Some(rank) = self.rank_of(conn) else {
                     return vec![(conn, "error reinit-finish before reinit-join\n".into())];

@@ -389,6 +389,10 @@ impl Server {
             let line: Vec<u8> = c.rx.drain(..=nl).collect();
             let line = String::from_utf8_lossy(&line[..nl]).into_owned();
             let answer = match EpochRequest::parse(&line) {
+                Some(Ok(EpochRequest::Failed { epoch, ranks })) => {
+                    self.declared_failed(epoch, &ranks);
+                    continue;
+                }
                 Some(Ok(req)) => {
                     let out = self.epochs.request(id, req, &self.spec.node_of);
                     self.write_all(out);
@@ -436,8 +440,8 @@ impl Server {
     /// A control request: kill, announce, and return the answer line.
     fn kill_request(&mut self, req: ControlRequest) -> String {
         match req {
-            ControlRequest::KillNode(node) if node < self.plan.num_nodes() => {
-                let victims = self.plan.ranks[node as usize].clone();
+            ControlRequest::KillNode(node) if node < self.num_nodes() => {
+                let victims = self.ranks_on(node);
                 let killed = self.kill_ranks(
                     &victims,
                     &format!("node {node} killed by a control request"),
@@ -450,12 +454,22 @@ impl Server {
                 killed_line(&killed)
             }
             ControlRequest::KillNode(node) => {
-                format!("error no node {node}: the job has {} node(s)\n", self.plan.num_nodes())
+                format!("error no node {node}: the job has {} node(s)\n", self.num_nodes())
             }
             ControlRequest::KillRank(rank) => {
                 format!("error no rank {rank}: the job has {} rank(s)\n", self.ranks.len())
             }
         }
+    }
+
+    /// Virtual nodes, spare ones (`--spare-nodes`) included.
+    fn num_nodes(&self) -> u32 {
+        self.plan.num_nodes().max(self.spec.fi_domains.len() as u32)
+    }
+
+    /// The ranks on virtual node `node` now (global restart may have moved some to a spare).
+    fn ranks_on(&self, node: u32) -> Vec<u32> {
+        (0..self.spec.node_of.len() as u32).filter(|&r| self.spec.node_of[r as usize] == node).collect()
     }
 
     /// SIGKILL every still-running rank of `victims` at once, reap them all, then announce
@@ -493,7 +507,7 @@ impl Server {
             self.next_event += 1;
             match action {
                 Action::KillNode(node) => {
-                    let victims = self.plan.ranks[node as usize].clone();
+                    let victims = self.ranks_on(node);
                     note!("weft-run: --kill-node: killing node {node} (ranks {victims:?})");
                     self.kill_ranks(&victims, &format!("node {node} killed by --kill-node"), Some(node));
                 }
@@ -531,6 +545,33 @@ impl Server {
         };
         if let Err(e) = res {
             note!("weft-run: could not notify the survivors of {failed:?}: {e}");
+        }
+    }
+
+    /// Global restart: a rank's failure detector declared `ranks` failed in `epoch`. If that is
+    /// still the current epoch, SIGKILL them (a frozen process is killed too, so it can never
+    /// resume into a later epoch); their deaths start the next epoch as any other.
+    fn declared_failed(&mut self, epoch: u64, ranks: &[u32]) {
+        if epoch != self.epochs.epoch || self.epochs.done {
+            return;
+        }
+        // Ranks that are dead already (seen in-band by the reporter before their pidfd woke us)
+        // are judged as any death.
+        let mut gone = Vec::new();
+        let mut alive = Vec::new();
+        let n = self.ranks.len();
+        for &r in ranks.iter().filter(|&&r| (r as usize) < n) {
+            match self.ranks[r as usize].proc_.try_reap() {
+                Some(_) => gone.push(r as usize),
+                None => alive.push(r),
+            }
+        }
+        if !gone.is_empty() {
+            self.check_deaths(&gone, None);
+        }
+        if !alive.is_empty() && epoch == self.epochs.epoch {
+            note!("weft-run: global restart: ranks {alive:?} declared failed in epoch {epoch}: killing them");
+            self.kill_ranks(&alive, "declared failed by a failure detector", None);
         }
     }
 
