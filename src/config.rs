@@ -52,8 +52,14 @@ pub const KEYS: &[Key] = &[
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
-const LAUNCHER_VARS: &[&str] =
-    &["WEFT_RUN_CTL", "WEFT_HOST_SLOT", "WEFT_RUN", "WEFT_RUN_RANK", "WEFT_REINIT_EPOCH"];
+const LAUNCHER_VARS: &[&str] = &[
+    "WEFT_RUN_CTL",
+    "WEFT_HOST_SLOT",
+    "WEFT_RUN",
+    "WEFT_RUN_RANK",
+    "WEFT_REINIT_EPOCH",
+    "WEFT_REINIT_STANDBY",
+];
 
 /// Progress mode (`WEFT_PROGRESS`).
 pub use weft_engine::ProgressMode;

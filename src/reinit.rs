@@ -78,10 +78,17 @@ pub fn reinit_with<T>(cfg: Config, mut main: impl FnMut(ReinitState, &Weft) -> R
         e => Error::from(e),
     })?);
     let mut state = if link.start_epoch > 0 { ReinitState::Restarted } else { ReinitState::New };
+    let mut cfg = cfg;
     loop {
         let rt = link.runtime();
         let epoch = rt.epoch();
-        let w = match crate::api::init_epoch(cfg.clone(), Box::new(rt), epoch) {
+        let res = crate::api::init_epoch(cfg.clone(), Box::new(rt), epoch);
+        if res.is_ok() {
+            // The process keeps its rank, hence its binding: later epochs skip the topology
+            // discovery and binding (tens of milliseconds of the recovery).
+            cfg.bind = crate::Bind::None;
+        }
+        let w = match res {
             Ok(w) => w,
             // The job moved on while this epoch was bootstrapping (a peer died while it
             // connected): take the next one.

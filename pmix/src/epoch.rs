@@ -13,6 +13,7 @@
 //! ```text
 //! rank → launcher
 //!   "reinit-join " RANK " " EPOCH "\n"      EPOCH: the epoch the process was started in
+//!   "reinit-standby\n"                      a standby waits for a rank (then joins)
 //!   "reinit-fence " EPOCH " " DATA "\n"     DATA: this rank's modex ("-" when empty)
 //!   "reinit-finish " EPOCH "\n"             the resilient main returned in EPOCH
 //!   "reinit-failed " EPOCH " " RANKS "\n"    this rank's engine declared RANKS (comma list)
@@ -20,6 +21,7 @@
 //!                                           SIGKILLs them, so a frozen rank cannot come back
 //!                                           (no answer; the rollback follows)
 //! launcher → rank
+//!   "assigned " RANK " " EPOCH "\n"          to a standby: take RANK from EPOCH on
 //!   "joined " EPOCH " " SIZE " " JOBID " " NODE_OF "\n"   NODE_OF: node of every rank, comma list
 //!   "fenced " EPOCH (" " DATA){SIZE} "\n"   every rank's DATA, by rank
 //!   "finished " EPOCH "\n"                 every rank finished EPOCH: the job is done
@@ -47,6 +49,9 @@ use crate::{Runtime, RuntimeError};
 pub const ENV_EPOCH: &str = "WEFT_REINIT_EPOCH";
 /// Environment: the rank of a process started by `weft-run`.
 pub const ENV_RANK: &str = "WEFT_RUN_RANK";
+/// Environment: set for a standby process, started ahead of failures, that waits for the
+/// launcher to assign it the rank of a failed process.
+pub const ENV_STANDBY: &str = "WEFT_REINIT_STANDBY";
 
 /// Longest line a rank sends (a fence carries one rank's transport addresses).
 pub const MAX_REQUEST: usize = 16 * 1024;
@@ -58,6 +63,7 @@ pub enum EpochRequest {
     Fence { epoch: u64, data: String },
     Finish { epoch: u64 },
     Failed { epoch: u64, ranks: Vec<u32> },
+    Standby,
 }
 
 impl EpochRequest {
@@ -73,6 +79,7 @@ impl EpochRequest {
             s.parse().map_err(|_| format!("{verb}: {s:?} is not a number"))
         };
         let req = match verb {
+            "reinit-standby" => Ok(EpochRequest::Standby),
             "reinit-join" => num(it.next()).and_then(|rank| {
                 let rank = u32::try_from(rank).map_err(|_| format!("rank {rank} out of range"))?;
                 Ok(EpochRequest::Join { rank, epoch: num(it.next())? })
@@ -103,6 +110,7 @@ impl EpochRequest {
             EpochRequest::Join { rank, epoch } => format!("reinit-join {rank} {epoch}\n"),
             EpochRequest::Fence { epoch, data } => format!("reinit-fence {epoch} {data}\n"),
             EpochRequest::Finish { epoch } => format!("reinit-finish {epoch}\n"),
+            EpochRequest::Standby => "reinit-standby\n".to_string(),
             EpochRequest::Failed { epoch, ranks } => {
                 let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
                 format!("reinit-failed {epoch} {}\n", list.join(","))
@@ -166,6 +174,30 @@ static ROLLBACK_FLAG: AtomicBool = AtomicBool::new(false);
 static ANNOUNCED: AtomicU64 = AtomicU64::new(0);
 /// The epoch of the weft instance in use (`u64::MAX`: none).
 static RUNNING: AtomicU64 = AtomicU64::new(u64::MAX);
+/// When this process's join was answered (`CLOCK_MONOTONIC` ns; 0: not joined).
+static JOINED_NS: AtomicU64 = AtomicU64::new(0);
+/// The last `rollback` push (epoch 0: none yet).
+static LAST_ROLLBACK: Mutex<RollbackInfo> = Mutex::new(RollbackInfo { epoch: 0, seen_ns: 0, respawn_ns: 0 });
+
+/// `CLOCK_MONOTONIC` now in ns (the clock of the launcher's stamps).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// When this process joined the epoch service (`CLOCK_MONOTONIC` ns), for recovery-phase
+/// measurements: for a respawned process, the end of its respawn.
+pub fn joined_ns() -> Option<u64> {
+    Some(JOINED_NS.load(Ordering::Acquire)).filter(|&t| t != 0)
+}
+
+/// What the last `rollback` push said, if one came.
+pub fn last_rollback() -> Option<RollbackInfo> {
+    let r = *LAST_ROLLBACK.lock().unwrap_or_else(|e| e.into_inner());
+    (r.epoch > 0).then_some(r)
+}
 
 /// The epoch the job moved to while the running instance belongs to an older one, if so:
 /// every operation of the running instance is then abandoned.
@@ -200,7 +232,6 @@ pub struct RollbackInfo {
 }
 
 struct Shared {
-    last_rollback: RollbackInfo,
     /// Node of every rank in the newest announced epoch.
     node_of: Vec<u32>,
 }
@@ -237,23 +268,23 @@ impl EpochLink {
                  which cannot ({ENV_CTL} is not set)"
             )));
         };
-        let rank: u32 = std::env::var(ENV_RANK)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| RuntimeError::Env(format!("{ENV_RANK} is missing or not a number")))?;
-        let start_epoch: u64 = match std::env::var(ENV_EPOCH) {
-            Ok(v) => {
-                v.parse().map_err(|_| RuntimeError::Env(format!("{ENV_EPOCH}={v:?} is not a number")))?
+        let standby = std::env::var_os(ENV_STANDBY).is_some();
+        let (mut rank, mut start_epoch) = (0, 0);
+        if !standby {
+            rank = std::env::var(ENV_RANK)
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| RuntimeError::Env(format!("{ENV_RANK} is missing or not a number")))?;
+            if let Ok(v) = std::env::var(ENV_EPOCH) {
+                start_epoch =
+                    v.parse().map_err(|_| RuntimeError::Env(format!("{ENV_EPOCH}={v:?} is not a number")))?;
             }
-            Err(_) => 0,
-        };
+        }
         let mut stream = UnixStream::connect(&path)
             .map_err(|e| RuntimeError::Launcher(format!("connecting to {}: {e}", path.to_string_lossy())))?;
-        stream.write_all(EpochRequest::Join { rank, epoch: start_epoch }.line().as_bytes())?;
         let reader = BufReader::new(stream.try_clone()?);
         let (atx, arx) = channel();
-        let shared =
-            Arc::new(Mutex::new(Shared { last_rollback: RollbackInfo::default(), node_of: Vec::new() }));
+        let shared = Arc::new(Mutex::new(Shared { node_of: Vec::new() }));
         let sh = shared.clone();
         std::thread::Builder::new().name("weft-epoch".into()).spawn(move || {
             for line in reader.lines() {
@@ -267,7 +298,8 @@ impl EpochLink {
                         (num(0), num(1), num(2), nodes)
                     {
                         let mut g = sh.lock().unwrap_or_else(|e| e.into_inner());
-                        g.last_rollback = RollbackInfo { epoch, seen_ns, respawn_ns };
+                        *LAST_ROLLBACK.lock().unwrap_or_else(|e| e.into_inner()) =
+                            RollbackInfo { epoch, seen_ns, respawn_ns };
                         if nodes.len() == g.node_of.len() {
                             g.node_of = nodes;
                         }
@@ -280,6 +312,22 @@ impl EpochLink {
                 }
             }
         })?;
+        if standby {
+            // Wait, without a timeout, until the launcher hands this process a failed rank.
+            stream.write_all(EpochRequest::Standby.line().as_bytes())?;
+            let line = arx.recv().map_err(|_| {
+                RuntimeError::Launcher("the launcher closed the connection of a standby process".into())
+            })?;
+            let f: Vec<&str> = line.split(' ').collect();
+            let parsed = match f[..] {
+                ["assigned", r, e] => r.parse().ok().zip(e.parse().ok()),
+                _ => None,
+            };
+            (rank, start_epoch) = parsed.ok_or_else(|| {
+                RuntimeError::Launcher(format!("malformed answer to reinit-standby: {line:?}"))
+            })?;
+        }
+        stream.write_all(EpochRequest::Join { rank, epoch: start_epoch }.line().as_bytes())?;
         let link = EpochLink {
             tx: Mutex::new(stream),
             answers: Mutex::new(arx),
@@ -301,6 +349,7 @@ impl EpochLink {
             return Err(bad());
         }
         link.shared.lock().unwrap_or_else(|e| e.into_inner()).node_of = node_of;
+        JOINED_NS.store(mono_ns(), Ordering::Release);
         ANNOUNCED.fetch_max(epoch, Ordering::AcqRel);
         Ok(EpochLink { size, job_id: job_id.to_string(), ..link })
     }
@@ -349,11 +398,6 @@ impl EpochLink {
     /// The newest epoch announced by the launcher.
     pub fn epoch(&self) -> u64 {
         ANNOUNCED.load(Ordering::Acquire)
-    }
-
-    /// What the last `rollback` said.
-    pub fn last_rollback(&self) -> RollbackInfo {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).last_rollback
     }
 
     /// Mark `epoch` as the epoch of the instance in use (`None`: no instance).
@@ -527,6 +571,7 @@ mod tests {
             EpochRequest::Fence { epoch: 0, data: "-".into() },
             EpochRequest::Finish { epoch: 1 },
             EpochRequest::Failed { epoch: 2, ranks: vec![1, 3] },
+            EpochRequest::Standby,
         ] {
             assert_eq!(EpochRequest::parse(r.line().trim_end()), Some(Ok(r)));
         }

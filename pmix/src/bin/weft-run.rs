@@ -107,6 +107,11 @@ struct Cli {
     /// ranks are respawned on the next spare one.
     #[arg(long = "spare-nodes", value_name = "K", default_value_t = 0)]
     spare_nodes: u32,
+    /// Global restart: do not keep a standby process (the program started ahead of failures,
+    /// which takes the first failed rank without waiting for an exec): every failed rank is
+    /// respawned by fork/exec.
+    #[arg(long = "no-standby")]
+    no_standby: bool,
     /// Do not put the directory of weft's MPI library (libmpi_abi.so.1 beside weft-run, or in
     /// ../lib) first in the ranks' LD_LIBRARY_PATH (also: WEFT_RUN_MPI_LIB=0).
     #[arg(long = "no-mpi-lib")]
@@ -332,8 +337,21 @@ fn run(cli: Cli) -> u8 {
         .chain(cli.partition.iter().map(|a| (start + a.at, Action::Partition(a.node))))
         .collect();
     let spares: Vec<u32> = (k..k + cli.spare_nodes).collect();
-    let mut server =
-        Server::new(pmix, listener, sigfd, procs, pgid, deadline, plan, events, netns, spec, spares, &job_id);
+    let mut server = Server::new(
+        pmix,
+        listener,
+        sigfd,
+        procs,
+        pgid,
+        deadline,
+        plan,
+        events,
+        netns,
+        spec,
+        spares,
+        &job_id,
+        !cli.no_standby && !cli.netns,
+    );
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {

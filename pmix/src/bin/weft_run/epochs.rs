@@ -78,8 +78,8 @@ impl Epochs {
                 self.fenced.clear();
                 self.member.values().map(|&c| (c, line.clone())).collect()
             }
-            // The event loop carries these out (it kills the ranks).
-            EpochRequest::Failed { .. } => Vec::new(),
+            // The event loop carries these out (it kills the ranks, it hands out ranks).
+            EpochRequest::Failed { .. } | EpochRequest::Standby => Vec::new(),
             EpochRequest::Finish { epoch } => {
                 let Some(rank) = self.rank_of(conn) else {
                     return vec![(conn, "error reinit-finish before reinit-join\n".into())];

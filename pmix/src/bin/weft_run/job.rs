@@ -217,7 +217,30 @@ pub fn spawn_rank(
     pgid: Option<Pid>,
     epoch: Option<u64>,
 ) -> io::Result<Proc> {
+    let mut role = vec![(weft_pmix::epoch::ENV_RANK, rank.to_string())];
+    if let Some(e) = epoch {
+        role.push((weft_pmix::epoch::ENV_EPOCH, e.to_string()));
+    }
     let node = spec.node_of[rank as usize] as usize;
+    spawn_process(spec, node, rank, &role, pmix_env, pgid)
+}
+
+/// Start a global-restart standby: the program, started ahead of any failure on node 0
+/// (host slot `size`), which waits in the epoch service until weft-run hands it the rank of
+/// a failed process (`WEFT_REINIT_STANDBY`).
+pub fn spawn_standby(spec: &SpawnSpec, pgid: Option<Pid>) -> io::Result<Proc> {
+    let slot = spec.node_of.len() as u32;
+    spawn_process(spec, 0, slot, &[(weft_pmix::epoch::ENV_STANDBY, "1".into())], &[], pgid)
+}
+
+fn spawn_process(
+    spec: &SpawnSpec,
+    node: usize,
+    slot: u32,
+    role: &[(&str, String)],
+    pmix_env: &[(OsString, OsString)],
+    pgid: Option<Pid>,
+) -> io::Result<Proc> {
     let mut cmd = Command::new(&spec.prog);
     if let Some(dom) = spec.fi_domains.get(node).and_then(|d| d.as_ref()) {
         cmd.env("WEFT_FI_DOMAIN", dom);
@@ -225,18 +248,15 @@ pub fn spawn_rank(
     if let Some(path) = &spec.ld_library_path {
         cmd.env("LD_LIBRARY_PATH", path);
     }
-    if let Some(e) = epoch {
-        cmd.env(weft_pmix::epoch::ENV_EPOCH, e.to_string());
-    }
     let netns = spec.netns_fds.get(node).copied();
     cmd.arg0(&spec.argv0)
         .args(&spec.args)
         .envs(pmix_env.iter().map(|(k, v)| (k, v)))
         .env(weft_pmix::launcher::ENV_CTL, &spec.ctl)
-        .env(weft_pmix::launcher::ENV_HOST_SLOT, rank.to_string())
-        .env(weft_pmix::epoch::ENV_RANK, rank.to_string())
+        .env(weft_pmix::launcher::ENV_HOST_SLOT, slot.to_string())
+        .envs(role.iter().map(|(k, v)| (k, v)))
         .process_group(pgid.map(|p| p.as_raw()).unwrap_or(0))
-        .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });
+        .stdin(if slot == 0 { Stdio::inherit() } else { Stdio::null() });
     let parent = nix::unistd::getpid().as_raw();
     let in_child = move || {
         if let Some(fd) = netns {

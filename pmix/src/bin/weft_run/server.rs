@@ -11,7 +11,9 @@
 //! Global restart: once a rank joined the epoch service (`weft_run/epochs.rs`), a rank killed
 //! by a signal is respawned at once with its old rank (on a spare node when its node was
 //! killed and `--spare-nodes` has one left) and the job moves to the next epoch; a rank that
-//! *exits* with a failure status is an application error and ends the job.
+//! *exits* with a failure status is an application error and ends the job. A standby process
+//! (the program started ahead of any failure, waiting in the epoch service) takes the first
+//! failed rank, so the respawn does not wait for an exec; a new standby is started behind it.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -31,7 +33,7 @@ use weft_pmix::launcher::{killed_line, ControlRequest};
 use weft_pmix::server::{PmixServer, ServerEvent};
 
 use crate::epochs::{Epochs, Out};
-use crate::job::{kill_and_reap_all, spawn_rank, Ended, Proc, SpawnSpec};
+use crate::job::{kill_and_reap_all, spawn_rank, spawn_standby, Ended, Proc, SpawnSpec};
 use crate::netns::NetNs;
 use crate::nodes::NodePlan;
 
@@ -108,6 +110,10 @@ pub struct Server {
     pub respawned: u64,
     /// A rank of a global-restart job that failed without being respawned.
     reinit_failed: Option<u32>,
+    /// Keep a standby process while a global-restart job runs.
+    want_standby: bool,
+    /// The standby process, and its control connection once it asked for a rank.
+    standby: Option<(Proc, Option<u64>)>,
 }
 
 enum Ev {
@@ -116,6 +122,7 @@ enum Ev {
     Accept,
     Conn(u64),
     Pid(usize),
+    Standby,
 }
 
 impl Server {
@@ -133,6 +140,7 @@ impl Server {
         spec: SpawnSpec,
         spares: Vec<u32>,
         job_id: &str,
+        want_standby: bool,
     ) -> Server {
         let n = procs.len() as u32;
         events.sort_by_key(|e| e.0);
@@ -167,6 +175,8 @@ impl Server {
             spares,
             respawned: 0,
             reinit_failed: None,
+            want_standby,
+            standby: None,
         }
     }
 
@@ -174,6 +184,7 @@ impl Server {
     pub fn run(&mut self) -> Option<Teardown> {
         loop {
             if self.ranks.iter().all(|r| r.proc_.ended.is_some()) {
+                self.drop_standby();
                 return None;
             }
             if let Some(d) = self.deadline {
@@ -234,6 +245,7 @@ impl Server {
                 match *ev {
                     Ev::Accept => self.accept_all(),
                     Ev::Conn(id) => self.read_conn(id),
+                    Ev::Standby => self.standby_died(),
                     _ => {}
                 }
             }
@@ -273,6 +285,9 @@ impl Server {
                 add(r.proc_.pidfd.as_fd(), Ev::Pid(i), &mut fds);
             }
         }
+        if let Some((p, _)) = &self.standby {
+            add(p.pidfd.as_fd(), Ev::Standby, &mut fds);
+        }
         loop {
             match poll(&mut fds, timeout) {
                 Ok(_) => break,
@@ -302,6 +317,7 @@ impl Server {
 
     /// Kill and reap every rank. Control connections are dropped.
     fn teardown(&mut self) {
+        self.drop_standby();
         let mut procs: Vec<&mut Proc> = self.ranks.iter_mut().map(|r| &mut r.proc_).collect();
         kill_and_reap_all(&mut procs, self.pgid);
         self.conns.clear();
@@ -393,9 +409,21 @@ impl Server {
                     self.declared_failed(epoch, &ranks);
                     continue;
                 }
+                Some(Ok(EpochRequest::Standby)) => match &mut self.standby {
+                    Some((_, conn)) if conn.is_none() => {
+                        *conn = Some(id);
+                        continue;
+                    }
+                    _ => "error reinit-standby: weft-run started no standby that waits\n".to_string(),
+                },
                 Some(Ok(req)) => {
                     let out = self.epochs.request(id, req, &self.spec.node_of);
                     self.write_all(out);
+                    if self.epochs.done {
+                        self.drop_standby();
+                    } else if self.epochs.active() {
+                        self.ensure_standby();
+                    }
                     continue;
                 }
                 Some(Err(why)) => format!("error {why}\n"),
@@ -593,6 +621,29 @@ impl Server {
         }
         let epoch = self.epochs.epoch + 1;
         for &r in failed {
+            // The standby takes the first failed rank, if it is waiting (and on a single
+            // node's network configuration: it was started with node 0's).
+            let same_domain = self.spec.fi_domains.get(self.spec.node_of[r as usize] as usize)
+                == self.spec.fi_domains.first();
+            if let Some((p, Some(conn))) =
+                self.standby.take_if(|(p, c)| c.is_some() && p.ended.is_none() && same_domain)
+            {
+                note!(
+                    "weft-run: global restart: rank {r} taken over by the standby (pid {}) for epoch {epoch}",
+                    p.pid
+                );
+                self.failures.pop();
+                self.ranks[r as usize] = RankState {
+                    proc_: p,
+                    connected: false,
+                    finalized: false,
+                    kill_reason: None,
+                    judged: false,
+                };
+                self.respawned += 1;
+                self.answer(conn, &format!("assigned {r} {epoch}\n"));
+                continue;
+            }
             let mut res = spawn_rank(&self.spec, r, &[], self.pgid, Some(epoch));
             if res.is_err() && self.pgid.is_some() {
                 res = spawn_rank(&self.spec, r, &[], None, Some(epoch));
@@ -621,6 +672,45 @@ impl Server {
         }
         let out = self.epochs.rollback(failed, seen_ns, mono_ns(), &self.spec.node_of);
         self.write_all(out);
+        self.ensure_standby();
+    }
+
+    /// Start a standby process if the job uses global restart and none is there.
+    fn ensure_standby(&mut self) {
+        if !self.want_standby || self.standby.is_some() || self.epochs.done || !self.epochs.active() {
+            return;
+        }
+        let mut res = spawn_standby(&self.spec, self.pgid);
+        if res.is_err() && self.pgid.is_some() {
+            res = spawn_standby(&self.spec, None);
+        }
+        match res {
+            Ok(p) => self.standby = Some((p, None)),
+            Err(e) => {
+                note!("weft-run: global restart: cannot start a standby process: {e}");
+                self.want_standby = false;
+            }
+        }
+    }
+
+    /// The standby process ended (it is not a rank: not a failure of the job); start another.
+    fn standby_died(&mut self) {
+        if let Some((mut p, _)) = self.standby.take() {
+            if p.try_reap().is_none() {
+                self.standby = Some((p, None));
+                return;
+            }
+        }
+        self.ensure_standby();
+    }
+
+    /// Kill and reap the standby process (the job is done or torn down).
+    fn drop_standby(&mut self) {
+        self.want_standby = false;
+        if let Some((mut p, _)) = self.standby.take() {
+            p.kill();
+            p.reap();
+        }
     }
 
     /// Reap and judge rank `i`: true if it failed (and it had not been judged before).
