@@ -73,6 +73,10 @@ pub fn reinit_with<T>(cfg: Config, mut main: impl FnMut(ReinitState, &Weft) -> R
     if CALLED.swap(true, Ordering::AcqRel) {
         return Err(Error::Reinit("called a second time (it runs once per process)".into()));
     }
+    if std::env::var_os(weft_pmix::epoch::ENV_STANDBY).is_some() && cfg.bind != crate::Bind::None {
+        // A standby waits for a rank: do the hwloc discovery of its binding before that.
+        crate::topology::preload();
+    }
     let link = Arc::new(EpochLink::join().map_err(|e| match e {
         RuntimeError::Env(m) => Error::Reinit(m),
         e => Error::from(e),

@@ -47,6 +47,9 @@ pub struct ReinitCli {
     /// Hard timeout per job, seconds.
     #[arg(long, default_value_t = 120)]
     timeout: u64,
+    /// Run the reinit job with `weft-run --no-standby` (every replacement is a fresh fork/exec).
+    #[arg(long = "no-standby")]
+    no_standby: bool,
     /// Worker role (internal): reinit | shrink | restart | resume.
     #[arg(long, hide = true)]
     worker: Option<String>,
@@ -205,10 +208,11 @@ fn worker(cli: &ReinitCli, role: &str) -> weft::Result<()> {
 /// Rows printed by one job, or why it failed.
 fn job(cli: &ReinitCli, run: &Path, exe: &Path, role: &str, dir: &Path) -> (Vec<Vec<f64>>, Option<String>) {
     let mut cmd = Command::new(run);
-    cmd.args(["-n", &cli.ranks.to_string(), "--timeout", &cli.timeout.to_string()])
-        .arg(exe)
-        .args(["reinit", "--worker", role, "--kills", &cli.kills.to_string(), "--dir"])
-        .arg(dir);
+    cmd.args(["-n", &cli.ranks.to_string(), "--timeout", &cli.timeout.to_string()]);
+    if cli.no_standby && role == "reinit" {
+        cmd.arg("--no-standby");
+    }
+    cmd.arg(exe).args(["reinit", "--worker", role, "--kills", &cli.kills.to_string(), "--dir"]).arg(dir);
     let done = match Supervisor::new(Duration::from_secs(cli.timeout + 15)).run(cmd) {
         Ok(d) => d,
         Err(e) => return (Vec::new(), Some(e.to_string())),
@@ -278,9 +282,10 @@ fn driver(cli: &ReinitCli) -> ExitCode {
     let (shr, rst) = (median(shrink.clone()), median(restart.clone()));
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "# weft-bench reinit: {} ranks, {} failures per method, medians in ms (load average: {})",
+        "# weft-bench reinit: {} ranks, {} failures per method, medians in ms{} (load average: {})",
         cli.ranks,
         cli.kills,
+        if cli.no_standby { ", reinit without standby" } else { "" },
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
     println!("{:<44} {:>10} {:>8}", "recovery", "median ms", "samples");

@@ -632,15 +632,7 @@ impl Server {
                     "weft-run: global restart: rank {r} taken over by the standby (pid {}) for epoch {epoch}",
                     p.pid
                 );
-                self.failures.pop();
-                self.ranks[r as usize] = RankState {
-                    proc_: p,
-                    connected: false,
-                    finalized: false,
-                    kill_reason: None,
-                    judged: false,
-                };
-                self.respawned += 1;
+                self.replace_rank(r, p);
                 self.answer(conn, &format!("assigned {r} {epoch}\n"));
                 continue;
             }
@@ -650,18 +642,8 @@ impl Server {
             }
             match res {
                 Ok(p) => {
-                    // Recovered: not a failure of the job.
-                    self.failures.pop();
                     note!("weft-run: global restart: rank {r} respawned (pid {}) for epoch {epoch}", p.pid);
-                    let st = &mut self.ranks[r as usize];
-                    *st = RankState {
-                        proc_: p,
-                        connected: false,
-                        finalized: false,
-                        kill_reason: None,
-                        judged: false,
-                    };
-                    self.respawned += 1;
+                    self.replace_rank(r, p);
                 }
                 Err(e) => {
                     note!("weft-run: global restart: cannot respawn rank {r}: {e}");
@@ -673,6 +655,15 @@ impl Server {
         let out = self.epochs.rollback(failed, seen_ns, mono_ns(), &self.spec.node_of);
         self.write_all(out);
         self.ensure_standby();
+    }
+
+    /// Process `p` is rank `r` from now on. The failure of the old one is recovered: it does
+    /// not count as a failure of the job.
+    fn replace_rank(&mut self, r: u32, p: Proc) {
+        self.failures.pop();
+        self.ranks[r as usize] =
+            RankState { proc_: p, connected: false, finalized: false, kill_reason: None, judged: false };
+        self.respawned += 1;
     }
 
     /// Start a standby process if the job uses global restart and none is there.
