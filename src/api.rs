@@ -108,6 +108,11 @@ impl Weft {
         self.epoch
     }
 
+    /// False for a [`Weft::handle`] (the instance is finalized by its owner).
+    pub(crate) fn owns(&self) -> bool {
+        self.owner
+    }
+
     /// A second handle on this instance that does not finalize it on drop (the C ABI's
     /// thread state during a global-restart epoch).
     pub(crate) fn handle(&self) -> Weft {

@@ -416,7 +416,17 @@ pub extern "C" fn weft_init() -> c_int {
 #[no_mangle]
 pub extern "C" fn weft_finalize() -> c_int {
     guard(|| {
-        let st = STATE.with(|s| s.try_borrow_mut().map(|mut s| s.take()));
+        // Inside weft_reinit's resilient main the instance belongs to weft_reinit: it stays.
+        let st = STATE.with(|s| {
+            s.try_borrow_mut()
+                .map(|mut s| if s.as_ref().is_some_and(|st| !st.weft.owns()) { None } else { s.take() })
+        });
+        if STATE.with(|s| s.try_borrow().map(|s| s.is_some()).unwrap_or(false)) {
+            return Err(Error::Reinit(
+                "weft_finalize inside the resilient main: weft_reinit finalizes".into(),
+            )
+            .into());
+        }
         match st {
             Ok(Some(st)) => Ok(st.weft.finalize()?),
             Ok(None) => Err(not_initialized()),

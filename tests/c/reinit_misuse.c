@@ -26,6 +26,10 @@ static int main_init_inside(int argc, char **argv) {
         return 2;
     if (weft_finalize() != WEFT_ERR_REINIT_USAGE)
         return 3;
+    /* The refused finalize left the instance in place. */
+    weft_comm w;
+    if (weft_comm_world(&w) != WEFT_SUCCESS || weft_barrier(w) != WEFT_SUCCESS)
+        return 4;
     return 0;
 }
 
