@@ -77,10 +77,18 @@ pub fn reinit_with<T>(cfg: Config, mut main: impl FnMut(ReinitState, &Weft) -> R
         // A standby waits for a rank: do the hwloc discovery of its binding before that.
         crate::topology::preload();
     }
-    let link = Arc::new(EpochLink::join().map_err(|e| match e {
-        RuntimeError::Env(m) => Error::Reinit(m),
-        e => Error::from(e),
-    })?);
+    let link = match EpochLink::join() {
+        Ok(l) => Arc::new(l),
+        Err(e) => {
+            // Nothing joined: a later call may try again (and gets the same error if the
+            // runtime still cannot respawn).
+            CALLED.store(false, Ordering::Release);
+            return Err(match e {
+                RuntimeError::Env(m) => Error::Reinit(m),
+                e => Error::from(e),
+            });
+        }
+    };
     let mut state = if link.start_epoch > 0 { ReinitState::Restarted } else { ReinitState::New };
     let mut cfg = cfg;
     loop {
