@@ -34,6 +34,16 @@
 // Error scope: any failure in the job raises errors on the communicator until acknowledged.
 #define WEFT_SCOPE_UNIVERSE 2
 
+// `weft_reinit_state`: first call of the resilient main in a process of the original job.
+#define WEFT_REINIT_NEW 0
+
+// `weft_reinit_state`: a survivor rolled back after a failure (reload its own checkpoint).
+#define WEFT_REINIT_REINITED 1
+
+// `weft_reinit_state`: a process respawned in place of a failed one (reload from a copy held
+// elsewhere).
+#define WEFT_REINIT_RESTARTED 2
+
 // Element type of a collective buffer. Functions take it as `int`: a value that is not one of
 // these is `WEFT_ERR_DATATYPE`.
 typedef enum weft_datatype {
@@ -113,6 +123,14 @@ typedef enum weft_error {
   WEFT_ERR_OP,
   // invalid datatype value (collectives)
   WEFT_ERR_DATATYPE,
+  // facade `Rollback`: global restart, the job rolled back to a new epoch; the resilient
+  // main must return (this code) to the restart point
+  WEFT_ERR_REINIT,
+  // facade `Reinit`: global restart used wrongly (twice, after `weft_init`) or under a
+  // runtime that cannot respawn processes
+  WEFT_ERR_REINIT_USAGE,
+  // facade `ResilientMain`: the resilient main returned an error code (not a rollback)
+  WEFT_ERR_REINIT_MAIN,
 } weft_error;
 
 // Communicator handle.
@@ -167,6 +185,10 @@ typedef void (*weft_user_function)(const void *input, void *inout, size_t count,
 
 // Reduction operation handle: a predefined `WEFT_OP_*` or one made by `weft_op_create`.
 typedef uint64_t weft_op;
+
+// The resilient main: returns 0 when done, the code of a failed weft call (in particular
+// `WEFT_ERR_REINIT`) otherwise.
+typedef int (*weft_resilient_main)(int argc, char **argv);
 
 // The null communicator (never a valid handle).
 #define WEFT_COMM_NULL 0
@@ -498,6 +520,25 @@ int weft_op_free(weft_op *op);
 // # Safety
 // `req` must be NULL or valid for writes.
 int weft_ibarrier(weft_comm c, weft_request *req);
+
+// Run `main(argc, argv)` under global restart (weft-run only): initialise weft for the
+// current epoch, call `main`, and when it returns after a rollback, start the next epoch and
+// call it again. Returns `WEFT_SUCCESS` once `main` returned 0 in an epoch every rank
+// completed; `WEFT_ERR_REINIT_MAIN` when it returned another error; `WEFT_ERR_REINIT_USAGE`
+// when called a second time, after `weft_init`, or under a runtime that cannot respawn
+// processes (`weft_last_error` names it). weft is finalized when it returns.
+//
+// # Safety
+// `main` must be a valid function or NULL; `argv` is passed to it unchanged.
+int weft_reinit(int argc, char **argv, weft_resilient_main main);
+
+// The epoch of the running resilient main (0 first, one more per rollback); -1 outside
+// `weft_reinit`'s main.
+int64_t weft_reinit_epoch(void);
+
+// Why the resilient main runs: `WEFT_REINIT_NEW`, `WEFT_REINIT_REINITED` or
+// `WEFT_REINIT_RESTARTED`; -1 outside `weft_reinit`'s main.
+int weft_reinit_state(void);
 
 // Broadcast `count` elements of `buf` from `root` to every rank of `c`.
 //

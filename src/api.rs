@@ -25,6 +25,10 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// Not `Send`: one thread drives the engine.
 pub struct Weft {
     core: Rc<OpsCore>,
+    /// Global restart: the epoch this instance belongs to.
+    epoch: Option<u64>,
+    /// This handle finalizes the instance on drop (false for [`Weft::handle`]).
+    owner: bool,
 }
 
 /// Initialise weft from the environment: reads `WEFT_*` settings, bootstraps through
@@ -51,14 +55,29 @@ pub fn init() -> Result<Weft> {
 /// Initialise weft with an explicit configuration (the environment's `WEFT_*` keys are not
 /// read).
 pub fn init_with(cfg: Config) -> Result<Weft> {
+    start(|| OpsCore::new(cfg), None)
+}
+
+/// True while a `Weft` exists in this process.
+pub(crate) fn initialized() -> bool {
+    INITIALIZED.load(Ordering::Acquire)
+}
+
+/// Build the instance with `core` unless one exists already.
+fn start(core: impl FnOnce() -> Result<OpsCore>, epoch: Option<u64>) -> Result<Weft> {
     if INITIALIZED.swap(true, Ordering::AcqRel) {
         return Err(Error::AlreadyInitialized);
     }
-    let res = OpsCore::new(cfg).map(|core| Weft { core: Rc::new(core) });
+    let res = core().map(|core| Weft { core: Rc::new(core), epoch, owner: true });
     if res.is_err() {
         INITIALIZED.store(false, Ordering::Release);
     }
     res
+}
+
+/// The instance of one global-restart epoch, bootstrapped through `rt`.
+pub(crate) fn init_epoch(cfg: Config, rt: Box<dyn weft_pmix::Runtime>, epoch: u64) -> Result<Weft> {
+    start(|| OpsCore::with_runtime(cfg, rt), Some(epoch))
 }
 
 impl Weft {
@@ -75,6 +94,34 @@ impl Weft {
     /// The configuration in force.
     pub fn config(&self) -> &Config {
         self.core.config()
+    }
+
+    /// The node this process runs on (the runtime's dense node id; a virtual node under
+    /// `weft-run --nodes`).
+    pub fn node_id(&self) -> u32 {
+        self.core.node_id()
+    }
+
+    /// Global restart: the epoch of this instance (0 first, one more per rollback); `None`
+    /// for an instance of [`init`].
+    pub fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    /// False for a [`Weft::handle`] (the instance is finalized by its owner).
+    pub(crate) fn owns(&self) -> bool {
+        self.owner
+    }
+
+    /// A second handle on this instance that does not finalize it on drop (the C ABI's
+    /// thread state during a global-restart epoch).
+    pub(crate) fn handle(&self) -> Weft {
+        Weft { core: self.core.clone(), epoch: self.epoch, owner: false }
+    }
+
+    /// Global restart: leave this epoch's instance without flushing or telling the runtime.
+    pub(crate) fn abandon(self) {
+        self.core.abandon();
     }
 
     /// Name of the runtime backend ("weft-run", "pmix", "pmi2", "singleton").
@@ -150,6 +197,11 @@ impl Weft {
     /// Leave the job: complete queued sends, then tell the runtime. Further use of
     /// communicators of this instance is an error.
     pub fn finalize(self) -> Result<()> {
+        if !self.owner {
+            return Err(Error::Reinit(
+                "weft_finalize inside the resilient main: global restart finalizes".into(),
+            ));
+        }
         self.finalize_inner()
     }
 
@@ -167,7 +219,9 @@ impl Weft {
 
 impl Drop for Weft {
     fn drop(&mut self) {
-        let _ = self.finalize_inner();
+        if self.owner {
+            let _ = self.finalize_inner();
+        }
     }
 }
 

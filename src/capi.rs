@@ -35,9 +35,11 @@ use crate::{EngineError, Error, Weft};
 mod coll;
 mod dgrp;
 mod ft;
+mod reinit;
 pub use coll::*;
 pub use dgrp::*;
 pub use ft::*;
+pub use reinit::*;
 
 /// Communicator handle.
 pub type weft_comm = u64;
@@ -106,6 +108,14 @@ pub enum weft_error {
     WEFT_ERR_OP,
     /// invalid datatype value (collectives)
     WEFT_ERR_DATATYPE,
+    /// facade `Rollback`: global restart, the job rolled back to a new epoch; the resilient
+    /// main must return (this code) to the restart point
+    WEFT_ERR_REINIT,
+    /// facade `Reinit`: global restart used wrongly (twice, after `weft_init`) or under a
+    /// runtime that cannot respawn processes
+    WEFT_ERR_REINIT_USAGE,
+    /// facade `ResilientMain`: the resilient main returned an error code (not a rollback)
+    WEFT_ERR_REINIT_MAIN,
 }
 
 use weft_error::*;
@@ -133,11 +143,25 @@ pub fn error_code(e: &Error) -> weft_error {
         Error::AlreadyInitialized => WEFT_ERR_ALREADY_INITIALIZED,
         // hwloc / binding failure at init. Shares RUNTIME until it gets its own code (header).
         Error::Topology(_) => WEFT_ERR_TOPOLOGY,
+        Error::Rollback { .. } => WEFT_ERR_REINIT,
+        Error::Reinit(_) => WEFT_ERR_REINIT_USAGE,
+        Error::ResilientMain { .. } => WEFT_ERR_REINIT_MAIN,
     }
 }
 
 /// The code of an engine error.
 pub fn engine_error_code(e: &EngineError) -> weft_error {
+    // A failure-class error of an abandoned global-restart epoch (checked on the error path).
+    if matches!(
+        e,
+        EngineError::ProcFailed { .. }
+            | EngineError::ProcFailedPending
+            | EngineError::Revoked
+            | EngineError::Transport(_)
+    ) && weft_pmix::epoch::rolled_back().is_some()
+    {
+        return WEFT_ERR_REINIT;
+    }
     match e {
         EngineError::InvalidRank { .. } => WEFT_ERR_RANK,
         EngineError::InvalidTag(_) => WEFT_ERR_TAG,
@@ -394,7 +418,17 @@ pub extern "C" fn weft_init() -> c_int {
 #[no_mangle]
 pub extern "C" fn weft_finalize() -> c_int {
     guard(|| {
-        let st = STATE.with(|s| s.try_borrow_mut().map(|mut s| s.take()));
+        // Inside weft_reinit's resilient main the instance belongs to weft_reinit: it stays.
+        let st = STATE.with(|s| {
+            s.try_borrow_mut()
+                .map(|mut s| if s.as_ref().is_some_and(|st| !st.weft.owns()) { None } else { s.take() })
+        });
+        if STATE.with(|s| s.try_borrow().map(|s| s.is_some()).unwrap_or(false)) {
+            return Err(Error::Reinit(
+                "weft_finalize inside the resilient main: weft_reinit finalizes".into(),
+            )
+            .into());
+        }
         match st {
             Ok(Some(st)) => Ok(st.weft.finalize()?),
             Ok(None) => Err(not_initialized()),
@@ -919,7 +953,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 20] = [
+const ALL_CODES: [weft_error; 23] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -940,6 +974,9 @@ const ALL_CODES: [weft_error; 20] = [
     WEFT_ERR_INTERNAL,
     WEFT_ERR_OP,
     WEFT_ERR_DATATYPE,
+    WEFT_ERR_REINIT,
+    WEFT_ERR_REINIT_USAGE,
+    WEFT_ERR_REINIT_MAIN,
 ];
 
 fn error_str(code: weft_error) -> &'static CStr {
@@ -964,6 +1001,11 @@ fn error_str(code: weft_error) -> &'static CStr {
         WEFT_ERR_INTERNAL => c"internal error",
         WEFT_ERR_OP => c"invalid reduction operation",
         WEFT_ERR_DATATYPE => c"invalid datatype",
+        WEFT_ERR_REINIT => c"global restart: rolled back to a new epoch, return to the restart point",
+        WEFT_ERR_REINIT_USAGE => {
+            c"global restart cannot run here (called twice, after weft_init, or the runtime cannot respawn)"
+        }
+        WEFT_ERR_REINIT_MAIN => c"global restart: the resilient main returned an error",
     }
 }
 

@@ -53,7 +53,15 @@ pub const KEYS: &[Key] = &[
 ];
 
 /// Variables set by launchers, not configuration: accepted without complaint.
-const LAUNCHER_VARS: &[&str] = &["WEFT_RUN_CTL", "WEFT_HOST_SLOT", "WEFT_RUN", "WEFT_RUN_BOARD"];
+const LAUNCHER_VARS: &[&str] = &[
+    "WEFT_RUN_CTL",
+    "WEFT_HOST_SLOT",
+    "WEFT_RUN",
+    "WEFT_RUN_RANK",
+    "WEFT_REINIT_EPOCH",
+    "WEFT_REINIT_STANDBY",
+    "WEFT_RUN_BOARD",
+];
 
 /// Progress mode (`WEFT_PROGRESS`).
 pub use weft_engine::ProgressMode;

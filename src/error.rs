@@ -11,10 +11,10 @@ pub enum Error {
     /// An engine operation failed (bad rank/tag/communicator, truncation, process failure,
     /// revocation, transport error).
     #[error(transparent)]
-    Engine(#[from] EngineError),
+    Engine(EngineError),
     /// Bootstrap through the runtime (weft-run or PMIx) failed.
     #[error("runtime: {0}")]
-    Runtime(#[from] RuntimeError),
+    Runtime(RuntimeError),
     /// A `WEFT_*` setting is unknown or has a bad value.
     #[error("configuration: {key}={value:?}: {reason}")]
     Config { key: String, value: String, reason: String },
@@ -24,11 +24,52 @@ pub enum Error {
     /// `init` was called while weft is already initialised in this thread.
     #[error("weft is already initialised in this thread")]
     AlreadyInitialized,
+    /// Global restart: a process failed, the launcher respawned it and the job rolled back to
+    /// `epoch`. Every call of the abandoned epoch that involves a peer reports this; the
+    /// resilient main returns it and [`crate::reinit`] starts the new epoch.
+    #[error("global restart: the job rolled back to epoch {epoch}; return to the restart point")]
+    Rollback { epoch: u64 },
+    /// Global restart used wrongly or where it cannot work (called twice, after `init`,
+    /// under a runtime that cannot respawn processes).
+    #[error("global restart: {0}")]
+    Reinit(String),
+    /// Global restart: the resilient main of the C ABI returned `code`, which is neither
+    /// success nor a rollback.
+    #[error("global restart: the resilient main returned {code}")]
+    ResilientMain { code: i32 },
+}
+
+impl From<EngineError> for Error {
+    /// A failure-class error of an instance whose epoch the job has left is a
+    /// [`Error::Rollback`] (checked on the error path only).
+    fn from(e: EngineError) -> Self {
+        if matches!(
+            e,
+            EngineError::ProcFailed { .. }
+                | EngineError::ProcFailedPending
+                | EngineError::Revoked
+                | EngineError::Transport(_)
+        ) {
+            if let Some(epoch) = weft_pmix::epoch::rolled_back() {
+                return Error::Rollback { epoch };
+            }
+        }
+        Error::Engine(e)
+    }
+}
+
+impl From<RuntimeError> for Error {
+    fn from(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::Rollback { epoch } => Error::Rollback { epoch },
+            e => Error::Runtime(e),
+        }
+    }
 }
 
 impl From<weft_engine::TransportError> for Error {
     fn from(e: weft_engine::TransportError) -> Self {
-        Error::Engine(EngineError::Transport(e))
+        Error::from(EngineError::Transport(e))
     }
 }
 

@@ -21,6 +21,8 @@
 mod api;
 /// The C ABI (`include/weft.h`): `extern "C"` functions prefixed `weft_`.
 pub mod capi;
+/// Checkpoint helpers for global restart: in memory with a buddy copy, and in files.
+pub mod checkpoint;
 /// Collectives: blocking and non-blocking `impl Comm` methods, types and operations.
 pub mod coll;
 mod config;
@@ -32,6 +34,7 @@ mod init;
 /// the `weft-mpi` crate): one instance's engine, collectives and fault tolerance, driven through
 /// communicator and request ids and raw buffers.
 pub mod ops;
+mod reinit;
 mod topology;
 
 pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scope, Weft};
@@ -39,6 +42,7 @@ pub use config::{Bind, Config, Key, ProgressMode, KEYS};
 pub use dgrp::{DgrpCounters, DgrpOptions, DgrpStats};
 pub use error::{EngineError, Error};
 pub use ft::{FtStats, ShrinkRequest};
+pub use reinit::{reinit, reinit_with, ReinitState};
 pub use topology::{bind_self, Nic, NumaNode, Topology};
 pub use weft_engine::ErrScope;
 pub use weft_engine::{Status, ANY_SOURCE, ANY_TAG, MAX_TAG, UNDEFINED};

@@ -261,7 +261,11 @@ pub fn bind_self(policy: Bind, local_rank: u32) -> Result<Option<String>, Error>
     if policy == Bind::None {
         return Ok(None);
     }
-    let t = Topology::load()?;
+    let pre = PRELOADED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let t = match pre {
+        Some(t) => t,
+        None => Topology::load()?,
+    };
     let Some((set, desc)) = t.target(policy, local_rank)? else {
         return Ok(None);
     };
@@ -269,6 +273,17 @@ pub fn bind_self(policy: Bind, local_rank: u32) -> Result<Option<String>, Error>
         .bind_cpu(&set, CpuBindingFlags::PROCESS)
         .map_err(|e| topo_err(&format!("binding to CPUs {}", list(&set)), e))?;
     Ok(Some(desc))
+}
+
+/// A topology loaded ahead of the binding (see [`preload`]), taken by the next [`bind_self`].
+static PRELOADED: std::sync::Mutex<Option<Topology>> = std::sync::Mutex::new(None);
+
+/// Load the topology now for the next [`bind_self`]: a global-restart standby process does it
+/// while it waits for a rank, so the hwloc discovery is not on the recovery path.
+pub(crate) fn preload() {
+    if let Ok(t) = Topology::load() {
+        *PRELOADED.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+    }
 }
 
 /// CPUs online on this host (not this process's affinity mask, which a launcher's binding

@@ -32,6 +32,7 @@ fn generate_header() -> String {
         .with_src(root().join("src/capi/ft.rs")) // FT section of the C ABI
         .with_src(root().join("src/capi/dgrp.rs")) // DGRP section
         .with_src(root().join("src/capi/coll.rs")) // collectives section
+        .with_src(root().join("src/capi/reinit.rs")) // global restart section
         .with_src(expand_c_collectives()) // its `c_collectives!` table, which cbindgen skips
         .generate()
         .expect("cbindgen failed on src/capi.rs")

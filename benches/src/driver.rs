@@ -118,7 +118,7 @@ pub fn run_job_grace(
 
 /// This executable's path. When it was rebuilt while the driver runs, Linux reports the old
 /// inode as `<path> (deleted)`: the path itself (the new build) is what later jobs run.
-fn self_exe() -> Result<PathBuf, JobError> {
+pub(crate) fn self_exe() -> Result<PathBuf, JobError> {
     let exe = std::env::current_exe().map_err(|e| JobError::Setup(format!("current_exe: {e}")))?;
     match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
         Some(live) if std::path::Path::new(live).is_file() => Ok(PathBuf::from(live)),
@@ -127,7 +127,7 @@ fn self_exe() -> Result<PathBuf, JobError> {
 }
 
 /// `weft-run`: `$WEFT_RUN`, else next to this executable.
-fn weft_run_path() -> Result<PathBuf, JobError> {
+pub(crate) fn weft_run_path() -> Result<PathBuf, JobError> {
     if let Some(p) = std::env::var_os("WEFT_RUN") {
         return Ok(PathBuf::from(p));
     }

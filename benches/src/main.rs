@@ -17,6 +17,7 @@ mod net;
 mod osu;
 mod peers;
 mod pt2pt;
+mod reinit;
 mod report;
 
 use std::process::ExitCode;
@@ -181,6 +182,10 @@ fn main() -> ExitCode {
     // `weft-bench ft …`: the fault-tolerance benchmarks (driver and workers in `ft/`).
     if std::env::args().nth(1).as_deref() == Some("ft") {
         return ft::main(std::env::args().skip(2).collect());
+    }
+    // `weft-bench reinit …`: global restart vs revoke+shrink vs whole-job restart.
+    if std::env::args().nth(1).as_deref() == Some("reinit") {
+        return reinit::main(std::env::args().skip(2).collect());
     }
     // `weft-bench osu …`: the same OSU binaries on MPICH's and weft's standard-ABI libraries.
     if std::env::args().nth(1).as_deref() == Some("osu") {

@@ -25,6 +25,10 @@ pub enum RuntimeError {
     /// A rank taking part in a fence died.
     #[error("fence failed: rank(s) {0:?} terminated")]
     FenceFailed(Vec<u32>),
+    /// Global restart: the job moved on to `epoch` (a process failed and was respawned);
+    /// the current epoch is abandoned.
+    #[error("global restart: the job rolled back to epoch {epoch}")]
+    Rollback { epoch: u64 },
     /// The PMI-2 process manager connection (`PMI_FD`) failed or sent something unexpected.
     #[error("PMI-2: {0}")]
     Pmi2(#[from] Pmi2Error),

@@ -9,14 +9,16 @@
 //! [`from_env`] picks the backend from the environment a launcher leaves behind.
 //!
 //! Also: [`server`], the OpenPMIx server that the embedded launcher `weft-run` hosts,
-//! [`launcher`], weft-run's fault-injection control connection, and [`board`], the shared page
-//! through which weft-run tells its ranks of deaths without a PMIx round trip.
+//! [`launcher`], weft-run's fault-injection control connection, [`epoch`], its epoch service
+//! for global restart (Reinit), and [`board`], the shared page through which weft-run tells
+//! its ranks of deaths without a PMIx round trip.
 
 mod error;
 mod runtime;
 
 pub mod board;
 pub mod client;
+pub mod epoch;
 pub mod launcher;
 pub mod pmi2;
 pub mod server;

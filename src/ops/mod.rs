@@ -48,7 +48,13 @@ pub struct OpsCore {
 impl OpsCore {
     /// Start the runtime, wire the transports into an engine, install FT and the collectives.
     pub fn new(cfg: Config) -> Result<OpsCore> {
-        let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(weft_pmix::from_env()?));
+        OpsCore::with_runtime(cfg, weft_pmix::from_env()?)
+    }
+
+    /// As [`OpsCore::new`] on a runtime that is already started (global restart bootstraps
+    /// each epoch through its own).
+    pub fn with_runtime(cfg: Config, rt: Box<dyn weft_pmix::Runtime>) -> Result<OpsCore> {
+        let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(rt));
         let mut engine = crate::init::wire(&cfg, rt.clone())?;
         let ft = ft::install(&cfg, &rt, &mut engine)?;
         let coll = coll::state(&cfg, &**rt.borrow());
@@ -97,6 +103,13 @@ impl OpsCore {
         e.finalize();
         drop(e);
         self.rt.borrow_mut().finalize().map_err(Error::from)
+    }
+
+    /// Global restart: this instance's epoch is over. Nothing is flushed and the runtime is
+    /// not told (the next epoch's instance takes over); later operations fail, and dropping
+    /// the instance releases its transports.
+    pub fn abandon(&self) {
+        self.finalized.set(true);
     }
 
     /// End the whole job with `code`.

@@ -44,6 +44,8 @@ macro_rules! note {
 
 #[path = "weft_run/binding.rs"]
 mod binding;
+#[path = "weft_run/epochs.rs"]
+mod epochs;
 #[path = "weft_run/job.rs"]
 mod job;
 #[path = "weft_run/mpi_lib.rs"]
@@ -104,6 +106,15 @@ struct Cli {
     /// (repeatable).
     #[arg(long, value_name = "NODE@SECS", value_parser = parse_node_at)]
     partition: Vec<NodeAt>,
+    /// Global restart: K extra virtual nodes, empty at start; when a whole node is killed its
+    /// ranks are respawned on the next spare one.
+    #[arg(long = "spare-nodes", value_name = "K", default_value_t = 0)]
+    spare_nodes: u32,
+    /// Global restart: do not keep a standby process (the program started ahead of failures,
+    /// which takes the first failed rank without waiting for an exec): every failed rank is
+    /// respawned by fork/exec.
+    #[arg(long = "no-standby")]
+    no_standby: bool,
     /// Do not put the directory of weft's MPI library (libmpi_abi.so.1 beside weft-run, or in
     /// ../lib) first in the ranks' LD_LIBRARY_PATH (also: WEFT_RUN_MPI_LIB=0).
     #[arg(long = "no-mpi-lib")]
@@ -156,6 +167,10 @@ fn run(cli: Cli) -> u8 {
     }
     if !cli.partition.is_empty() && !cli.netns {
         note!("weft-run: --partition needs --netns (a node can only be cut off in its own namespace)");
+        return EXIT_USAGE;
+    }
+    if cli.netns && cli.spare_nodes > 0 {
+        note!("weft-run: --spare-nodes with --netns is not supported (spare nodes have no namespace)");
         return EXIT_USAGE;
     }
     if cli.netns && !netns::is_root() {
@@ -220,10 +235,12 @@ fn run(cli: Cli) -> u8 {
         None
     };
     let user_domain = std::env::var_os("WEFT_FI_DOMAIN").is_some();
-    let fi_domains: Vec<Option<String>> = (0..k)
+    // Spare nodes (--spare-nodes) are virtual nodes too: the network between nodes is loopback.
+    let all_nodes = k + cli.spare_nodes;
+    let fi_domains: Vec<Option<String>> = (0..all_nodes)
         .map(|i| match &netns {
             Some(_) => Some(netns::veth_name(i)),
-            None if k > 1 && !user_domain => Some("lo".to_string()),
+            None if all_nodes > 1 && !user_domain => Some("lo".to_string()),
             None => None,
         })
         .collect();
@@ -292,15 +309,15 @@ fn run(cli: Cli) -> u8 {
     };
     let board_fd = board.as_ref().map(|b| b.fd());
     let spec = SpawnSpec {
-        prog: &prog,
-        ld_library_path: ld_library_path.as_deref(),
-        argv0: prog_arg,
-        args: &cli.command[1..],
-        ctl: &run_dir.sock,
-        node_of: &plan.node_of,
-        fi_domains: &fi_domains,
-        netns_fds: &netns_fds,
-        cpus: &cpus,
+        prog: prog.clone(),
+        ld_library_path,
+        argv0: prog_arg.clone(),
+        args: cli.command[1..].to_vec(),
+        ctl: run_dir.sock.clone(),
+        node_of: plan.node_of.clone(),
+        fi_domains,
+        netns_fds,
+        cpus,
         board_fd,
     };
     let start = Instant::now();
@@ -316,10 +333,10 @@ fn run(cli: Cli) -> u8 {
                 return 1;
             }
         };
-        let mut res = spawn_rank(&spec, rank, &env, pgid);
+        let mut res = spawn_rank(&spec, rank, &env, pgid, None);
         if res.is_err() && pgid.is_some() {
             // The group may have emptied already (every earlier rank exited): start a new one.
-            res = spawn_rank(&spec, rank, &env, None);
+            res = spawn_rank(&spec, rank, &env, None, None);
         }
         match res {
             Ok(p) => {
@@ -344,7 +361,23 @@ fn run(cli: Cli) -> u8 {
         .map(|a| (start + a.at, Action::KillNode(a.node)))
         .chain(cli.partition.iter().map(|a| (start + a.at, Action::Partition(a.node))))
         .collect();
-    let mut server = Server::new(pmix, listener, sigfd, procs, pgid, deadline, plan, events, netns, board);
+    let spares: Vec<u32> = (k..k + cli.spare_nodes).collect();
+    let mut server = Server::new(
+        pmix,
+        listener,
+        sigfd,
+        procs,
+        pgid,
+        deadline,
+        plan,
+        events,
+        netns,
+        spec,
+        spares,
+        &job_id,
+        !cli.no_standby && !cli.netns,
+        board,
+    );
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {
@@ -367,6 +400,10 @@ fn run(cli: Cli) -> u8 {
                 "weft-run: rank {rank} failed before connecting to the PMIx server; the other \
                  ranks' bootstrap fence cannot complete without it: job killed"
             );
+            1
+        }
+        Some(Teardown::ReinitFailed(rank)) => {
+            note!("weft-run: rank {rank} of a global-restart job failed without being respawned: job killed");
             1
         }
         Some(Teardown::Abort(code)) => {

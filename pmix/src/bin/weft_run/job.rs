@@ -191,53 +191,79 @@ impl Proc {
     }
 }
 
-/// What every rank's environment gets.
-pub struct SpawnSpec<'a> {
-    pub prog: &'a Path,
+/// What every rank's environment gets (owned: the event loop keeps it to respawn ranks).
+pub struct SpawnSpec {
+    pub prog: PathBuf,
     /// `LD_LIBRARY_PATH` of every rank (`None`: inherited as it is).
-    pub ld_library_path: Option<&'a OsStr>,
-    pub argv0: &'a OsStr,
-    pub args: &'a [OsString],
+    pub ld_library_path: Option<OsString>,
+    pub argv0: OsString,
+    pub args: Vec<OsString>,
     /// The fault-injection control socket (`WEFT_RUN_CTL`).
-    pub ctl: &'a Path,
-    /// Node of every rank.
-    pub node_of: &'a [u32],
+    pub ctl: PathBuf,
+    /// Node of every rank (a respawn on a spare node changes it).
+    pub node_of: Vec<u32>,
     /// `WEFT_FI_DOMAIN` of every node (`None`: leave the environment alone).
-    pub fi_domains: &'a [Option<String>],
+    pub fi_domains: Vec<Option<String>>,
     /// Network namespace of every node (`--netns`), entered with `setns` before exec.
-    pub netns_fds: &'a [RawFd],
+    pub netns_fds: Vec<RawFd>,
     /// CPU set of every rank (`--bind-to`), applied with `sched_setaffinity` before exec.
-    pub cpus: &'a [Option<CpuSet>],
+    pub cpus: Vec<Option<CpuSet>>,
     /// The failure board's descriptor (inherited; named in `WEFT_RUN_BOARD`).
     pub board_fd: Option<RawFd>,
 }
 
 /// Start rank `rank` in process group `pgid` (`None`: a new group led by this child), with
-/// `pmix_env` (from `PMIx_server_setup_fork`) added to its environment.
+/// `pmix_env` (from `PMIx_server_setup_fork`) added to its environment; `epoch` is set for a
+/// process respawned by global restart (`WEFT_REINIT_EPOCH`).
 pub fn spawn_rank(
-    spec: &SpawnSpec<'_>,
+    spec: &SpawnSpec,
     rank: u32,
     pmix_env: &[(OsString, OsString)],
     pgid: Option<Pid>,
+    epoch: Option<u64>,
 ) -> io::Result<Proc> {
+    let mut role = vec![(weft_pmix::epoch::ENV_RANK, rank.to_string())];
+    if let Some(e) = epoch {
+        role.push((weft_pmix::epoch::ENV_EPOCH, e.to_string()));
+    }
     let node = spec.node_of[rank as usize] as usize;
-    let mut cmd = Command::new(spec.prog);
-    if let Some(dom) = &spec.fi_domains[node] {
+    spawn_process(spec, node, rank, &role, pmix_env, pgid)
+}
+
+/// Start a global-restart standby: the program, started ahead of any failure on node 0
+/// (host slot `size`), which waits in the epoch service until weft-run hands it the rank of
+/// a failed process (`WEFT_REINIT_STANDBY`).
+pub fn spawn_standby(spec: &SpawnSpec, pgid: Option<Pid>) -> io::Result<Proc> {
+    let slot = spec.node_of.len() as u32;
+    spawn_process(spec, 0, slot, &[(weft_pmix::epoch::ENV_STANDBY, "1".into())], &[], pgid)
+}
+
+fn spawn_process(
+    spec: &SpawnSpec,
+    node: usize,
+    slot: u32,
+    role: &[(&str, String)],
+    pmix_env: &[(OsString, OsString)],
+    pgid: Option<Pid>,
+) -> io::Result<Proc> {
+    let mut cmd = Command::new(&spec.prog);
+    if let Some(dom) = spec.fi_domains.get(node).and_then(|d| d.as_ref()) {
         cmd.env("WEFT_FI_DOMAIN", dom);
     }
-    if let Some(path) = spec.ld_library_path {
+    if let Some(path) = &spec.ld_library_path {
         cmd.env("LD_LIBRARY_PATH", path);
     }
     let netns = spec.netns_fds.get(node).copied();
-    let cpus = spec.cpus.get(rank as usize).copied().flatten();
-    cmd.arg0(spec.argv0)
-        .args(spec.args)
+    let cpus = spec.cpus.get(slot as usize).copied().flatten();
+    cmd.arg0(&spec.argv0)
+        .args(&spec.args)
         .envs(pmix_env.iter().map(|(k, v)| (k, v)))
-        .env(weft_pmix::launcher::ENV_CTL, spec.ctl)
-        .env(weft_pmix::launcher::ENV_HOST_SLOT, rank.to_string())
+        .env(weft_pmix::launcher::ENV_CTL, &spec.ctl)
+        .env(weft_pmix::launcher::ENV_HOST_SLOT, slot.to_string())
+        .envs(role.iter().map(|(k, v)| (k, v)))
         .envs(spec.board_fd.map(|fd| (weft_pmix::board::ENV_BOARD, fd.to_string())))
         .process_group(pgid.map(|p| p.as_raw()).unwrap_or(0))
-        .stdin(if rank == 0 { Stdio::inherit() } else { Stdio::null() });
+        .stdin(if slot == 0 { Stdio::inherit() } else { Stdio::null() });
     let parent = nix::unistd::getpid().as_raw();
     let in_child = move || {
         if let Some(fd) = netns {

@@ -7,6 +7,13 @@
 //! becomes `PMIx_Notify_event(PMIX_EVENT_PROC_TERMINATED, affected proc)`; killing a virtual
 //! node becomes one `PMIX_EVENT_NODE_DOWN` naming all of its ranks. Bootstrap (fence, modex)
 //! is entirely libpmix's, on its own progress thread; this loop only judges how ranks end.
+//!
+//! Global restart: once a rank joined the epoch service (`weft_run/epochs.rs`), a rank killed
+//! by a signal is respawned at once with its old rank (on a spare node when its node was
+//! killed and `--spare-nodes` has one left) and the job moves to the next epoch; a rank that
+//! *exits* with a failure status is an application error and ends the job. A standby process
+//! (the program started ahead of any failure, waiting in the epoch service) takes the first
+//! failed rank, so the respawn does not wait for an exec; a new standby is started behind it.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -22,10 +29,12 @@ use nix::sys::socket::{recv, send, MsgFlags};
 use nix::unistd::Pid;
 
 use weft_pmix::board::BoardWriter;
-use weft_pmix::launcher::{killed_line, ControlRequest, MAX_LINE};
+use weft_pmix::epoch::{EpochRequest, MAX_REQUEST};
+use weft_pmix::launcher::{killed_line, ControlRequest};
 use weft_pmix::server::{PmixServer, ServerEvent};
 
-use crate::job::{kill_and_reap_all, Ended, Proc};
+use crate::epochs::{Epochs, Out};
+use crate::job::{kill_and_reap_all, spawn_rank, spawn_standby, Ended, Proc, SpawnSpec};
 use crate::netns::NetNs;
 use crate::nodes::NodePlan;
 
@@ -48,6 +57,8 @@ pub enum Teardown {
     /// libpmix counts every registered rank in the job's fences and drops only connected ones,
     /// so the others' bootstrap fence could never complete.
     NeverConnected(u32),
+    /// In a global-restart job, a rank exited with a failure status (not respawned).
+    ReinitFailed(u32),
 }
 
 /// Per-rank state.
@@ -91,6 +102,19 @@ pub struct Server {
     netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
     pub failures: Vec<String>,
+    /// Global restart: how to start a rank again, and the epoch service.
+    spec: SpawnSpec,
+    epochs: Epochs,
+    /// Spare virtual nodes not used yet (`--spare-nodes`), lowest first.
+    spares: Vec<u32>,
+    /// Processes respawned by global restart.
+    pub respawned: u64,
+    /// A rank of a global-restart job that failed without being respawned.
+    reinit_failed: Option<u32>,
+    /// Keep a standby process while a global-restart job runs.
+    want_standby: bool,
+    /// The standby process, and its control connection once it asked for a rank.
+    standby: Option<(Proc, Option<u64>)>,
     /// The failure board the ranks map (`weft_pmix::board`), if it could be made.
     board: Option<BoardWriter>,
 }
@@ -101,6 +125,7 @@ enum Ev {
     Accept,
     Conn(u64),
     Pid(usize),
+    Standby,
 }
 
 impl Server {
@@ -115,8 +140,13 @@ impl Server {
         plan: NodePlan,
         mut events: Vec<(Instant, Action)>,
         netns: Option<NetNs>,
+        spec: SpawnSpec,
+        spares: Vec<u32>,
+        job_id: &str,
+        want_standby: bool,
         board: Option<BoardWriter>,
     ) -> Server {
+        let n = procs.len() as u32;
         events.sort_by_key(|e| e.0);
         Server {
             pmix,
@@ -144,6 +174,13 @@ impl Server {
             failed_unconnected: None,
             netns,
             failures: Vec::new(),
+            spec,
+            epochs: Epochs::new(n, job_id),
+            spares,
+            respawned: 0,
+            reinit_failed: None,
+            want_standby,
+            standby: None,
             board,
         }
     }
@@ -152,6 +189,7 @@ impl Server {
     pub fn run(&mut self) -> Option<Teardown> {
         loop {
             if self.ranks.iter().all(|r| r.proc_.ended.is_some()) {
+                self.drop_standby();
                 return None;
             }
             if let Some(d) = self.deadline {
@@ -164,6 +202,10 @@ impl Server {
             if let Some(code) = self.aborted {
                 self.teardown();
                 return Some(Teardown::Abort(code));
+            }
+            if let Some(rank) = self.reinit_failed {
+                self.teardown();
+                return Some(Teardown::ReinitFailed(rank));
             }
             if let Some(rank) = self.failed_unconnected {
                 // Only a PMIx job hangs: programs that never connect (plain `false`) do not.
@@ -208,6 +250,7 @@ impl Server {
                 match *ev {
                     Ev::Accept => self.accept_all(),
                     Ev::Conn(id) => self.read_conn(id),
+                    Ev::Standby => self.standby_died(),
                     _ => {}
                 }
             }
@@ -247,6 +290,9 @@ impl Server {
                 add(r.proc_.pidfd.as_fd(), Ev::Pid(i), &mut fds);
             }
         }
+        if let Some((p, _)) = &self.standby {
+            add(p.pidfd.as_fd(), Ev::Standby, &mut fds);
+        }
         loop {
             match poll(&mut fds, timeout) {
                 Ok(_) => break,
@@ -276,6 +322,7 @@ impl Server {
 
     /// Kill and reap every rank. Control connections are dropped.
     fn teardown(&mut self) {
+        self.drop_standby();
         let mut procs: Vec<&mut Proc> = self.ranks.iter_mut().map(|r| &mut r.proc_).collect();
         kill_and_reap_all(&mut procs, self.pgid);
         self.conns.clear();
@@ -354,21 +401,53 @@ impl Server {
         loop {
             let Some(c) = self.conns.get_mut(&id) else { return };
             let Some(nl) = c.rx.iter().position(|&b| b == b'\n') else {
-                if c.rx.len() > MAX_LINE {
+                if c.rx.len() > MAX_REQUEST {
                     self.answer(id, "error request line too long\n");
                     self.conns.remove(&id);
                 }
                 break;
             };
             let line: Vec<u8> = c.rx.drain(..=nl).collect();
-            let answer = match ControlRequest::parse(&String::from_utf8_lossy(&line[..nl])) {
-                Ok(req) => self.kill_request(req),
-                Err(why) => format!("error {why}\n"),
+            let line = String::from_utf8_lossy(&line[..nl]).into_owned();
+            let answer = match EpochRequest::parse(&line) {
+                Some(Ok(EpochRequest::Failed { epoch, ranks })) => {
+                    self.declared_failed(epoch, &ranks);
+                    continue;
+                }
+                Some(Ok(EpochRequest::Standby)) => match &mut self.standby {
+                    Some((_, conn)) if conn.is_none() => {
+                        *conn = Some(id);
+                        continue;
+                    }
+                    _ => "error reinit-standby: weft-run started no standby that waits\n".to_string(),
+                },
+                Some(Ok(req)) => {
+                    let out = self.epochs.request(id, req, &self.spec.node_of);
+                    self.write_all(out);
+                    if self.epochs.done {
+                        self.drop_standby();
+                    } else if self.epochs.active() {
+                        self.ensure_standby();
+                    }
+                    continue;
+                }
+                Some(Err(why)) => format!("error {why}\n"),
+                None => match ControlRequest::parse(&line) {
+                    Ok(req) => self.kill_request(req),
+                    Err(why) => format!("error {why}\n"),
+                },
             };
             self.answer(id, &answer);
         }
         if eof {
             self.conns.remove(&id);
+            self.epochs.closed(id);
+        }
+    }
+
+    fn write_all(&mut self, out: Out) {
+        for (conn, line) in out {
+            self.answer(conn, &line);
         }
     }
 
@@ -384,6 +463,7 @@ impl Server {
                 Err(_) => {
                     // The requester is gone (maybe it was a victim).
                     self.conns.remove(&id);
+                    self.epochs.closed(id);
                     return;
                 }
             }
@@ -393,8 +473,8 @@ impl Server {
     /// A control request: kill, announce, and return the answer line.
     fn kill_request(&mut self, req: ControlRequest) -> String {
         match req {
-            ControlRequest::KillNode(node) if node < self.plan.num_nodes() => {
-                let victims = self.plan.ranks[node as usize].clone();
+            ControlRequest::KillNode(node) if node < self.num_nodes() => {
+                let victims = self.ranks_on(node);
                 let killed = self.kill_ranks(
                     &victims,
                     &format!("node {node} killed by a control request"),
@@ -407,12 +487,22 @@ impl Server {
                 killed_line(&killed)
             }
             ControlRequest::KillNode(node) => {
-                format!("error no node {node}: the job has {} node(s)\n", self.plan.num_nodes())
+                format!("error no node {node}: the job has {} node(s)\n", self.num_nodes())
             }
             ControlRequest::KillRank(rank) => {
                 format!("error no rank {rank}: the job has {} rank(s)\n", self.ranks.len())
             }
         }
+    }
+
+    /// Virtual nodes, spare ones (`--spare-nodes`) included.
+    fn num_nodes(&self) -> u32 {
+        self.plan.num_nodes().max(self.spec.fi_domains.len() as u32)
+    }
+
+    /// The ranks on virtual node `node` now (global restart may have moved some to a spare).
+    fn ranks_on(&self, node: u32) -> Vec<u32> {
+        (0..self.spec.node_of.len() as u32).filter(|&r| self.spec.node_of[r as usize] == node).collect()
     }
 
     /// SIGKILL every still-running rank of `victims` at once, reap them all, then announce
@@ -450,7 +540,7 @@ impl Server {
             self.next_event += 1;
             match action {
                 Action::KillNode(node) => {
-                    let victims = self.plan.ranks[node as usize].clone();
+                    let victims = self.ranks_on(node);
                     note!("weft-run: --kill-node: killing node {node} (ranks {victims:?})");
                     self.kill_ranks(&victims, &format!("node {node} killed by --kill-node"), Some(node));
                 }
@@ -478,6 +568,12 @@ impl Server {
         if failed.is_empty() {
             return;
         }
+        if self.epochs.active() && !self.epochs.done {
+            // Global restart: the survivors roll back (told by the epoch service), so the
+            // death is not announced as a failure to work around.
+            self.respawn(&failed, node, seen_ns);
+            return;
+        }
         if let Some(b) = &self.board {
             for &r in &failed {
                 b.mark_dead(r, seen_ns);
@@ -492,6 +588,134 @@ impl Server {
         }
     }
 
+    /// Global restart: a rank's failure detector declared `ranks` failed in `epoch`. If that is
+    /// still the current epoch, SIGKILL them (a frozen process is killed too, so it can never
+    /// resume into a later epoch); their deaths start the next epoch as any other.
+    fn declared_failed(&mut self, epoch: u64, ranks: &[u32]) {
+        if epoch != self.epochs.epoch || self.epochs.done {
+            return;
+        }
+        // Ranks that are dead already (seen in-band by the reporter before their pidfd woke us)
+        // are judged as any death.
+        let mut gone = Vec::new();
+        let mut alive = Vec::new();
+        let n = self.ranks.len();
+        for &r in ranks.iter().filter(|&&r| (r as usize) < n) {
+            match self.ranks[r as usize].proc_.try_reap() {
+                Some(_) => gone.push(r as usize),
+                None => alive.push(r),
+            }
+        }
+        if !gone.is_empty() {
+            self.check_deaths(&gone, None);
+        }
+        if !alive.is_empty() && epoch == self.epochs.epoch {
+            note!("weft-run: global restart: ranks {alive:?} declared failed in epoch {epoch}: killing them");
+            self.kill_ranks(&alive, "declared failed by a failure detector", None);
+        }
+    }
+
+    /// Global restart: start every rank of `failed` again (on a spare node if `node` was
+    /// killed and a spare is left) and move the job to the next epoch. A rank that exited
+    /// with a status instead of being killed is an application failure: the job ends.
+    fn respawn(&mut self, failed: &[u32], node: Option<u32>, seen_ns: u64) {
+        let exited = |r: &&u32| matches!(self.ranks[**r as usize].proc_.ended, Some(Ended::Exited(_)));
+        if let Some(&r) = failed.iter().find(exited) {
+            self.reinit_failed.get_or_insert(r);
+            return;
+        }
+        if node.is_some() && !self.spares.is_empty() {
+            let spare = self.spares.remove(0);
+            for &r in failed {
+                self.spec.node_of[r as usize] = spare;
+            }
+            note!("weft-run: ranks {failed:?} move to spare node {spare}");
+        }
+        let epoch = self.epochs.epoch + 1;
+        for &r in failed {
+            // The standby takes the first failed rank, if it is waiting (and on a single
+            // node's network configuration: it was started with node 0's).
+            let same_domain = self.spec.fi_domains.get(self.spec.node_of[r as usize] as usize)
+                == self.spec.fi_domains.first();
+            if let Some((p, Some(conn))) =
+                self.standby.take_if(|(p, c)| c.is_some() && p.ended.is_none() && same_domain)
+            {
+                note!(
+                    "weft-run: global restart: rank {r} taken over by the standby (pid {}) for epoch {epoch}",
+                    p.pid
+                );
+                self.replace_rank(r, p);
+                self.answer(conn, &format!("assigned {r} {epoch}\n"));
+                continue;
+            }
+            let mut res = spawn_rank(&self.spec, r, &[], self.pgid, Some(epoch));
+            if res.is_err() && self.pgid.is_some() {
+                res = spawn_rank(&self.spec, r, &[], None, Some(epoch));
+            }
+            match res {
+                Ok(p) => {
+                    note!("weft-run: global restart: rank {r} respawned (pid {}) for epoch {epoch}", p.pid);
+                    self.replace_rank(r, p);
+                }
+                Err(e) => {
+                    note!("weft-run: global restart: cannot respawn rank {r}: {e}");
+                    self.reinit_failed.get_or_insert(r);
+                    return;
+                }
+            }
+        }
+        let out = self.epochs.rollback(failed, seen_ns, mono_ns(), &self.spec.node_of);
+        self.write_all(out);
+        self.ensure_standby();
+    }
+
+    /// Process `p` is rank `r` from now on. The failure of the old one is recovered: it does
+    /// not count as a failure of the job.
+    fn replace_rank(&mut self, r: u32, p: Proc) {
+        self.failures.pop();
+        self.ranks[r as usize] =
+            RankState { proc_: p, connected: false, finalized: false, kill_reason: None, judged: false };
+        self.respawned += 1;
+    }
+
+    /// Start a standby process if the job uses global restart and none is there.
+    fn ensure_standby(&mut self) {
+        if !self.want_standby || self.standby.is_some() || self.epochs.done || !self.epochs.active() {
+            return;
+        }
+        let mut res = spawn_standby(&self.spec, self.pgid);
+        if res.is_err() && self.pgid.is_some() {
+            res = spawn_standby(&self.spec, None);
+        }
+        match res {
+            Ok(p) => self.standby = Some((p, None)),
+            Err(e) => {
+                note!("weft-run: global restart: cannot start a standby process: {e}");
+                self.want_standby = false;
+            }
+        }
+    }
+
+    /// The standby process ended (it is not a rank: not a failure of the job); start another.
+    fn standby_died(&mut self) {
+        if let Some((mut p, _)) = self.standby.take() {
+            if p.try_reap().is_none() {
+                self.standby = Some((p, None));
+                return;
+            }
+        }
+        self.ensure_standby();
+    }
+
+    /// Kill and reap the standby process (the job is done or torn down).
+    fn drop_standby(&mut self) {
+        self.want_standby = false;
+        if let Some((mut p, _)) = self.standby.take() {
+            p.kill();
+            p.reap();
+        }
+    }
+
     /// Reap and judge rank `i`: true if it failed (and it had not been judged before).
     fn judge(&mut self, i: usize) -> bool {
         if self.ranks[i].judged {
@@ -500,10 +724,15 @@ impl Server {
         let Some(ended) = self.ranks[i].proc_.try_reap() else {
             return false;
         };
+        // In a global-restart job, leaving before every rank completed the epoch is a failure.
+        let reinit_running = self.epochs.active() && !self.epochs.done;
         let st = &mut self.ranks[i];
         st.judged = true;
         // A rank that never connected and exited 0 was not a weft program: not a failure.
-        let clean = ended == Ended::Exited(0) && (st.finalized || !st.connected) && st.kill_reason.is_none();
+        let clean = ended == Ended::Exited(0)
+            && (st.finalized || !st.connected)
+            && st.kill_reason.is_none()
+            && !reinit_running;
         if clean {
             return false;
         }
