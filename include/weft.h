@@ -113,6 +113,8 @@ typedef enum weft_error {
   WEFT_ERR_OP,
   // invalid datatype value (collectives)
   WEFT_ERR_DATATYPE,
+  // `Spawn` (starting processes failed; not offered by the C ABI's calls yet)
+  WEFT_ERR_SPAWN,
 } weft_error;
 
 // Communicator handle.

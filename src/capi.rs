@@ -104,6 +104,8 @@ pub enum weft_error {
     WEFT_ERR_OP,
     /// invalid datatype value (collectives)
     WEFT_ERR_DATATYPE,
+    /// `Spawn` (starting processes failed; not offered by the C ABI's calls yet)
+    WEFT_ERR_SPAWN,
 }
 
 use weft_error::*;
@@ -148,6 +150,7 @@ pub fn engine_error_code(e: &EngineError) -> weft_error {
         EngineError::Revoked => WEFT_ERR_REVOKED,
         EngineError::Transport(_) => WEFT_ERR_TRANSPORT,
         EngineError::Malformed { .. } => WEFT_ERR_MALFORMED,
+        EngineError::Spawn(_) => WEFT_ERR_SPAWN,
         // Unavoidable: the engine's `Error` is `#[non_exhaustive]`. A variant added there
         // reports INTERNAL until it is given its own code here.
         _ => WEFT_ERR_INTERNAL,
@@ -917,7 +920,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 20] = [
+const ALL_CODES: [weft_error; 21] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -938,6 +941,7 @@ const ALL_CODES: [weft_error; 20] = [
     WEFT_ERR_INTERNAL,
     WEFT_ERR_OP,
     WEFT_ERR_DATATYPE,
+    WEFT_ERR_SPAWN,
 ];
 
 fn error_str(code: weft_error) -> &'static CStr {
@@ -962,6 +966,7 @@ fn error_str(code: weft_error) -> &'static CStr {
         WEFT_ERR_INTERNAL => c"internal error",
         WEFT_ERR_OP => c"invalid reduction operation",
         WEFT_ERR_DATATYPE => c"invalid datatype",
+        WEFT_ERR_SPAWN => c"spawn failed",
     }
 }
 
@@ -1010,6 +1015,7 @@ mod tests {
             EngineError::ProcFailedPending,
             EngineError::Revoked,
             EngineError::Malformed { peer: 0, what: "x" },
+            EngineError::Spawn("x".into()),
         ];
         let mut codes: Vec<_> = errs.iter().map(|e| engine_error_code(e) as i32).collect();
         codes.extend([Error::AlreadyInitialized].iter().map(|e| error_code(e) as i32));

@@ -19,6 +19,7 @@
 //! ```
 
 mod api;
+mod bridge;
 /// The C ABI (`include/weft.h`): `extern "C"` functions prefixed `weft_`.
 pub mod capi;
 /// Collectives: blocking and non-blocking `impl Comm` methods, types and operations.

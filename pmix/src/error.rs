@@ -25,6 +25,9 @@ pub enum RuntimeError {
     /// A rank taking part in a fence died.
     #[error("fence failed: rank(s) {0:?} terminated")]
     FenceFailed(Vec<u32>),
+    /// Starting processes failed, or the runtime cannot start processes (the message names it).
+    #[error("spawn: {0}")]
+    Spawn(String),
     /// The PMI-2 process manager connection (`PMI_FD`) failed or sent something unexpected.
     #[error("PMI-2: {0}")]
     Pmi2(#[from] Pmi2Error),

@@ -27,6 +27,10 @@ mod coll;
 mod comm;
 mod ft;
 mod p2p;
+mod spawn;
+
+pub use spawn::Spawned;
+pub use weft_pmix::universe::SpawnRequest;
 
 /// Result of an engine-level operation: the error keeps its engine variant (a status needs
 /// the truncation details, the C ABI maps each variant to its code).
@@ -40,6 +44,8 @@ pub struct OpsCore {
     finalized: Cell<bool>,
     ft: weft_ft::Ft,
     coll: RefCell<weft_coll::Coll>,
+    /// The union communicator with the parents, for a spawned process.
+    parent: Option<Spawned>,
 }
 
 impl OpsCore {
@@ -47,8 +53,14 @@ impl OpsCore {
     pub fn new(cfg: Config) -> Result<OpsCore> {
         let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(weft_pmix::from_env()?));
         let mut engine = crate::init::wire(&cfg, rt.clone())?;
-        let ft = ft::install(&cfg, &rt, &mut engine)?;
+        let spawned = rt.borrow().universe_base() > 0;
+        // The heartbeat detector watches a ring of the first job's ranks: a spawned job's
+        // processes are watched through their transports' pidfds and the runtime's events.
+        let ft_cfg =
+            Config { ft_hb_period_ms: if spawned { None } else { cfg.ft_hb_period_ms }, ..cfg.clone() };
+        let ft = ft::install(&ft_cfg, &rt, &mut engine)?;
         let coll = coll::state(&cfg, &**rt.borrow());
+        let parent = spawn::join_parents(&cfg, &rt, &mut engine)?;
         Ok(OpsCore {
             engine: RefCell::new(engine),
             rt,
@@ -56,6 +68,7 @@ impl OpsCore {
             finalized: Cell::new(false),
             ft,
             coll: RefCell::new(coll),
+            parent,
         })
     }
 

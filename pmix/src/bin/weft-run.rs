@@ -112,6 +112,10 @@ struct Cli {
     /// use) or not at all (`none`, the default), as `mpiexec -bind-to`.
     #[arg(long = "bind-to", value_enum, default_value_t = binding::BindTo::None, value_name = "WHAT")]
     bind_to: binding::BindTo,
+    /// Most processes the job may have alive at once, spawned ones included (`MPI_Comm_spawn`
+    /// beyond it fails with MPI_ERR_SPAWN); default: N.
+    #[arg(long = "universe-size", value_name = "U", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    universe_size: Option<u32>,
     /// The program to run and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -335,6 +339,13 @@ fn run(cli: Cli) -> u8 {
         .chain(cli.partition.iter().map(|a| (start + a.at, Action::Partition(a.node))))
         .collect();
     let mut server = Server::new(pmix, listener, sigfd, procs, pgid, deadline, plan, events, netns);
+    server.enable_spawn(server::SpawnTemplate {
+        ld_library_path: ld_library_path.clone(),
+        ctl: run_dir.sock.clone(),
+        fi_domain: fi_domains.first().cloned().flatten(),
+        universe_size: cli.universe_size.unwrap_or(cli.n).max(cli.n),
+        broken: false,
+    });
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {

@@ -28,6 +28,10 @@ use crate::job::{kill_and_reap_all, Ended, Proc};
 use crate::netns::NetNs;
 use crate::nodes::NodePlan;
 
+#[path = "spawn.rs"]
+mod spawn;
+pub use spawn::SpawnTemplate;
+
 /// A timed fault injection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -49,7 +53,7 @@ pub enum Teardown {
     NeverConnected(u32),
 }
 
-/// Per-rank state.
+/// Per-process state (indexed by universe rank: spawned processes follow the first job).
 struct RankState {
     proc_: Proc,
     /// Completed `PMIx_Init`.
@@ -90,6 +94,14 @@ pub struct Server {
     netns: Option<NetNs>,
     /// Lines describing failed ranks (also printed when they happen).
     pub failures: Vec<String>,
+    /// How to start spawned processes (`None`: `PMIx_Spawn` is refused).
+    spawn_template: Option<SpawnTemplate>,
+}
+
+impl RankState {
+    fn new(proc_: Proc) -> RankState {
+        RankState { proc_, connected: false, finalized: false, kill_reason: None, judged: false }
+    }
 }
 
 enum Ev {
@@ -118,16 +130,7 @@ impl Server {
             pmix,
             ctl,
             sigfd,
-            ranks: procs
-                .into_iter()
-                .map(|p| RankState {
-                    proc_: p,
-                    connected: false,
-                    finalized: false,
-                    kill_reason: None,
-                    judged: false,
-                })
-                .collect(),
+            ranks: procs.into_iter().map(RankState::new).collect(),
             pgid,
             conns: BTreeMap::new(),
             next_conn: 0,
@@ -140,7 +143,13 @@ impl Server {
             failed_unconnected: None,
             netns,
             failures: Vec::new(),
+            spawn_template: None,
         }
+    }
+
+    /// Accept `PMIx_Spawn` requests, starting processes as `tpl` says.
+    pub fn enable_spawn(&mut self, tpl: SpawnTemplate) {
+        self.spawn_template = Some(tpl);
     }
 
     /// Run until every rank has been reaped, or until a teardown (which kills and reaps all).
@@ -281,6 +290,7 @@ impl Server {
         let mut connected = false;
         for ev in self.pmix.drain() {
             match ev {
+                ServerEvent::Spawn(call) => self.spawn_job(call),
                 ServerEvent::Connected(r) => {
                     if let Some(st) = self.ranks.get_mut(r as usize) {
                         st.connected = true;
