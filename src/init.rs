@@ -73,7 +73,8 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     // `auto`: like Open MPI's yield-when-idle, spin only while every rank of the job on this
     // host can have a core (counted before binding narrows this process's CPU set).
     // Virtual nodes share the host: under weft-run (one host) that is the whole job.
-    let on_host = if host_slot.is_some() { size as usize } else { local.len().max(1) };
+    // A spawned job shares the host with the jobs before it: count the universe so far.
+    let on_host = if host_slot.is_some() { (base + size) as usize } else { local.len().max(1) };
     let progress = cfg.progress.unwrap_or_else(|| auto_progress(on_host, crate::topology::host_cpus()));
     crate::topology::bind_self(cfg.bind, local_rank)?;
     let plan = plan(cfg, &**rt.borrow())?;
