@@ -712,12 +712,11 @@ impl Runtime for PmixRuntime {
         spawn::spawn(req)
     }
 
+    /// Job-level data arrives with `PMIx_Init`: a local lookup, which never waits on a server
+    /// that lacks the key.
     fn job_string(&mut self, key: &str) -> Option<String> {
         let key = CString::new(key).ok()?;
-        self.get_raw(sys::PMIX_RANK_WILDCARD, key.as_bytes_with_nul(), GetMode::LocalOnly)
-            .or_else(|_| self.get_raw(sys::PMIX_RANK_WILDCARD, key.as_bytes_with_nul(), GetMode::Server))
-            .ok()?
-            .as_string()
+        self.get_raw(sys::PMIX_RANK_WILDCARD, key.as_bytes_with_nul(), GetMode::LocalOnly).ok()?.as_string()
     }
 
     fn jobs(&self) -> Vec<JobRef> {

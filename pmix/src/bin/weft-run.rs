@@ -1,6 +1,6 @@
 //! `weft-run -n N [--timeout SECS] [--nodes K | --map C0,C1,…] [--kill-node NODE@SECS]…
-//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] PROG ARGS…`: the embedded
-//! single-host launcher of weft.
+//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] [--universe-size U] PROG ARGS…`:
+//! the embedded single-host launcher of weft.
 //!
 //! Hosts the OpenPMIx server library (`weft_pmix::server`) and starts N copies of PROG as its
 //! clients (the environment of `PMIx_server_setup_fork`, plus `WEFT_RUN_CTL` and
@@ -26,6 +26,11 @@
 //! them as failed. Ranks (or any process) can do the same at a chosen point through the control
 //! socket (`weft_pmix::launcher::LauncherControl`).
 //! `--partition NODE@SECS` (with `--netns`) sets the node's veth link down.
+//!
+//! Dynamic processes: a rank's `PMIx_Spawn` (`MPI_Comm_spawn`) starts a new job of the
+//! launcher's universe, whose processes take the universe ranks after every process started
+//! before (see `weft_run/spawn.rs`); at most `--universe-size` processes (default N) live at
+//! once. They are watched and judged like the first job's ranks.
 //!
 //! Exit status: 0 when every rank finalized and exited 0; 1 when some rank failed (one line per
 //! failed rank on stderr); the abort code when a rank called `abort` (1 if that code is 0 mod
