@@ -709,6 +709,14 @@ impl Runtime for PmixRuntime {
 
     fn spawn(&mut self, req: &SpawnRequest) -> Result<JobRef, RuntimeError> {
         self.check_live("PMIx_Spawn")?;
+        // Only weft-run's server registers universe bases; another server would start the
+        // processes as a job of their own, which could never join this one.
+        if !self.served_locally {
+            return Err(RuntimeError::Spawn(format!(
+                "{} does not place spawned processes in the job's universe: MPI_Comm_spawn needs weft-run",
+                spawn::server_name()
+            )));
+        }
         spawn::spawn(req)
     }
 

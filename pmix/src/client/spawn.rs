@@ -19,6 +19,21 @@ pub(super) fn universe_base(rt: &PmixRuntime) -> Result<u32, RuntimeError> {
     }
 }
 
+/// Which PMIx server this process runs under, from the environment its launcher sets.
+pub(super) fn server_name() -> &'static str {
+    let set = |v: &str| std::env::var_os(v).is_some();
+    if set("SLURM_JOB_ID") {
+        "the PMIx server of Slurm (srun --mpi=pmix)"
+    } else if set("PRTE_LAUNCHED")
+        || set("OMPI_COMM_WORLD_SIZE")
+        || set("PMIX_SERVER_URI41") && set("OMPI_MCA_prte_launch")
+    {
+        "the PMIx server of PRRTE (Open MPI's mpirun)"
+    } else {
+        "the PMIx server of this job (not weft-run)"
+    }
+}
+
 /// NUL-terminated copy of `s` (a NUL inside is an error naming `what`).
 fn c_string(s: &str, what: &str) -> Result<CString, RuntimeError> {
     CString::new(s).map_err(|_| RuntimeError::Spawn(format!("{what} {s:?} contains a NUL byte")))
