@@ -102,6 +102,36 @@ fn spawn_exchange_merge_and_reduce() {
     );
 }
 
+/// A spawned process dies: both its parents and its sibling see the failure (the launcher's
+/// event and the pidfd of the shared-memory connection made at the spawn), and finish.
+#[test]
+fn a_spawned_process_failure_reaches_parents_and_siblings() {
+    let exe = build(&[&weft_mpicc()], "spawn", "weft");
+    common::weft_run();
+    let out = common::weft_job_on(2, &["--universe-size", "4"], &exe, &["victim"], &[], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "child 0: saw the child's death",
+            "parent 0: saw the child's death",
+            "parent 1: saw the child's death"
+        ],
+        "stderr:\n{stderr}"
+    );
+    // The dead child is universe rank 3 (after the 2 parents and its sibling); weft-run counts
+    // it as the job's only failure.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let failed: Vec<&str> = stderr.lines().filter(|l| l.starts_with("weft-run: rank ")).collect();
+    assert_eq!(failed.len(), 1, "{stderr}");
+    assert!(
+        failed[0].starts_with("weft-run: rank 3 ") && failed[0].ends_with("killed by signal 9 (SIGKILL)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn smoke_through_weft_headers() {
     let exe = build(&[&weft_mpicc()], "smoke", "weft");

@@ -4,8 +4,12 @@
  * messages with them over the intercommunicator, merge it (parents first) and run an
  * allreduce over the merged communicator. Then a spawn beyond the universe's room must fail
  * with MPI_ERR_SPAWN, filling the error codes. Every process prints what it checked; any
- * mismatch aborts. With the argument "alone" (no launcher), the spawn must fail. */
+ * mismatch aborts. With the argument "alone" (no launcher), the spawn must fail. With
+ * "victim", one of the 2 children dies by SIGKILL: the parents and the other child must see
+ * MPIX_ERR_PROC_FAILED on a receive from it. */
 #include <mpi.h>
+#include <mpi-ext.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,32 @@ int main(int argc, char **argv) {
         char msg[MPI_MAX_ERROR_STRING];
         MPI_Error_string(rc, msg, &len);
         printf("alone: %s\n", msg);
+        MPI_Finalize();
+        return 0;
+    }
+    if (argc > 1 && (strcmp(argv[argc - 1], "victim") == 0 || strcmp(argv[argc - 1], "doomed") == 0)) {
+        /* A spawned process dies: its parents and its sibling learn it as a process failure. */
+        MPI_Comm_get_parent(&parent);
+        int doomed = strcmp(argv[argc - 1], "doomed") == 0;
+        if (parent == MPI_COMM_NULL) {
+            char *child_argv[] = {"doomed", NULL};
+            MPI_Comm_spawn(argv[0], child_argv, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE);
+        } else {
+            inter = parent;
+        }
+        MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int x = 0, cls = -1;
+        if (doomed && rank == 1) {
+            fflush(stdout);
+            raise(SIGKILL);
+        }
+        /* Parents wait for the dead child; the surviving child for its dead sibling. */
+        int rc = parent == MPI_COMM_NULL ? MPI_Recv(&x, 1, MPI_INT, 1, 9, inter, MPI_STATUS_IGNORE)
+                                         : MPI_Recv(&x, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Error_class(rc, &cls);
+        check(cls == MPIX_ERR_PROC_FAILED, "a receive from the dead child fails with MPIX_ERR_PROC_FAILED", rank);
+        printf("%s %d: saw the child's death\n", parent == MPI_COMM_NULL ? "parent" : "child", rank);
         MPI_Finalize();
         return 0;
     }
