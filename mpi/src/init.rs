@@ -36,7 +36,7 @@ fn init(level: c_int) -> MpiResult {
         CommObj::new(world, MPI_ERRORS_ARE_FATAL, ""),
         CommObj::new(self_id, MPI_ERRORS_ARE_FATAL, ""),
     );
-    let parent = crate::parent::Parent::at_init(&mut comms, core.parent());
+    let parent = crate::spawn::Parent::at_init(&mut comms, core.parent());
     state::install(Mpi {
         core,
         level,
