@@ -131,6 +131,8 @@ typedef enum weft_error {
   WEFT_ERR_REINIT_USAGE,
   // facade `ResilientMain`: the resilient main returned an error code (not a rollback)
   WEFT_ERR_REINIT_MAIN,
+  // `Spawn` (starting processes failed; not offered by the C ABI's calls yet)
+  WEFT_ERR_SPAWN,
 } weft_error;
 
 // Communicator handle.

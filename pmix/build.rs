@@ -21,6 +21,7 @@ const FUNCTIONS: &[&str] = &[
     "PMIx_Error_string",
     "PMIx_Value_destruct",
     "PMIx_Get_version",
+    "PMIx_Spawn",
     // Server side (weft-run hosts the PMIx server: `src/server/`).
     "PMIx_server_init",
     "PMIx_server_finalize",
@@ -49,6 +50,8 @@ const TYPES: &[&str] = &[
     "pmix_modex_cbfunc_t",
     "pmix_release_cbfunc_t",
     "pmix_data_range_t",
+    "pmix_app_t",
+    "pmix_spawn_cbfunc_t",
 ];
 
 /// Constants (numeric and string `#define`s). String keys come out as `&[u8; N]` with a NUL.
@@ -107,6 +110,7 @@ const VARS: &[&str] = &[
     "PMIX_NODE_MAP",
     "PMIX_PROC_MAP",
     "PMIX_NODE_INFO_ARRAY",
+    "PMIX_PARENT_ID",
 ];
 
 fn main() {

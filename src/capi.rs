@@ -116,6 +116,8 @@ pub enum weft_error {
     WEFT_ERR_REINIT_USAGE,
     /// facade `ResilientMain`: the resilient main returned an error code (not a rollback)
     WEFT_ERR_REINIT_MAIN,
+    /// `Spawn` (starting processes failed; not offered by the C ABI's calls yet)
+    WEFT_ERR_SPAWN,
 }
 
 use weft_error::*;
@@ -174,6 +176,7 @@ pub fn engine_error_code(e: &EngineError) -> weft_error {
         EngineError::Revoked => WEFT_ERR_REVOKED,
         EngineError::Transport(_) => WEFT_ERR_TRANSPORT,
         EngineError::Malformed { .. } => WEFT_ERR_MALFORMED,
+        EngineError::Spawn(_) => WEFT_ERR_SPAWN,
         // Unavoidable: the engine's `Error` is `#[non_exhaustive]`. A variant added there
         // reports INTERNAL until it is given its own code here.
         _ => WEFT_ERR_INTERNAL,
@@ -953,7 +956,7 @@ pub unsafe extern "C" fn weft_iprobe(
 
 // --------------------------------------------------------------------------------- errors
 
-const ALL_CODES: [weft_error; 23] = [
+const ALL_CODES: [weft_error; 24] = [
     WEFT_SUCCESS,
     WEFT_ERR_RANK,
     WEFT_ERR_TAG,
@@ -977,6 +980,7 @@ const ALL_CODES: [weft_error; 23] = [
     WEFT_ERR_REINIT,
     WEFT_ERR_REINIT_USAGE,
     WEFT_ERR_REINIT_MAIN,
+    WEFT_ERR_SPAWN,
 ];
 
 fn error_str(code: weft_error) -> &'static CStr {
@@ -1006,6 +1010,7 @@ fn error_str(code: weft_error) -> &'static CStr {
             c"global restart cannot run here (called twice, after weft_init, or the runtime cannot respawn)"
         }
         WEFT_ERR_REINIT_MAIN => c"global restart: the resilient main returned an error",
+        WEFT_ERR_SPAWN => c"spawn failed",
     }
 }
 
@@ -1054,6 +1059,7 @@ mod tests {
             EngineError::ProcFailedPending,
             EngineError::Revoked,
             EngineError::Malformed { peer: 0, what: "x" },
+            EngineError::Spawn("x".into()),
         ];
         let mut codes: Vec<_> = errs.iter().map(|e| engine_error_code(e) as i32).collect();
         codes.extend([Error::AlreadyInitialized].iter().map(|e| error_code(e) as i32));

@@ -25,7 +25,7 @@ const OFI_KEY: &str = "ofi";
 /// The runtime, shared between the facade (finalize, abort) and the engine's failure source.
 pub(crate) type SharedRuntime = Rc<RefCell<Box<dyn Runtime>>>;
 
-/// Which peers each transport serves.
+/// Which peers each transport serves (job ranks).
 struct Plan {
     shm_peers: Vec<u32>,
     ofi_peers: Vec<u32>,
@@ -44,12 +44,27 @@ fn plan(cfg: &Config, rt: &dyn Runtime) -> Result<Plan, Error> {
     Ok(Plan { shm_peers, ofi_peers })
 }
 
+/// The shared-memory settings of `cfg`.
+pub(crate) fn shm_config(cfg: &Config) -> ShmConfig {
+    ShmConfig {
+        inbound_budget: cfg.shm_budget,
+        ring_min: cfg.shm_ring_min,
+        ring_max: cfg.shm_ring_max,
+        eager_limit: cfg.eager_limit.max(64),
+    }
+}
+
 /// Build an engine for this process from `cfg` and a started runtime.
+///
+/// The runtime speaks job ranks, the engine universe ranks (a spawned job's ranks start at
+/// its universe base, see `weft_pmix::universe`): `u` below converts.
 pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
-    let (me, size, local) = {
+    let (me, size, local, base) = {
         let r = rt.borrow();
-        (r.rank(), r.size(), r.local_peers().to_vec())
+        (r.rank(), r.size(), r.local_peers().to_vec(), r.universe_base())
     };
+    let u = |r: u32| base + r;
+    let to_u = |rs: &[u32]| rs.iter().map(|&r| base + r).collect::<Vec<u32>>();
     // Virtual nodes (weft-run --nodes) share one host's cores: bind by the host-wide slot the
     // launcher exports, not by the node-local rank (which would put every node's first rank
     // on core 0).
@@ -58,33 +73,29 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     // `auto`: like Open MPI's yield-when-idle, spin only while every rank of the job on this
     // host can have a core (counted before binding narrows this process's CPU set).
     // Virtual nodes share the host: under weft-run (one host) that is the whole job.
-    let on_host = if host_slot.is_some() { size as usize } else { local.len().max(1) };
+    // A spawned job shares the host with the jobs before it: count the universe so far.
+    let on_host = if host_slot.is_some() { (base + size) as usize } else { local.len().max(1) };
     let progress = cfg.progress.unwrap_or_else(|| auto_progress(on_host, crate::topology::host_cpus()));
     crate::topology::bind_self(cfg.bind, local_rank)?;
     let plan = plan(cfg, &**rt.borrow())?;
-    let mut engine = Engine::new(
-        me,
-        size,
-        EngineConfig {
-            progress,
-            slow_period: Duration::from_micros(cfg.slow_period_us),
-            // Each transport applies WEFT_EAGER_LIMIT itself (a socket provider raises it).
-            eager_limit: usize::MAX,
-        },
-    );
+    let ecfg = EngineConfig {
+        progress,
+        slow_period: Duration::from_micros(cfg.slow_period_us),
+        // Each transport applies WEFT_EAGER_LIMIT itself (a socket provider raises it).
+        eager_limit: usize::MAX,
+    };
+    let mut engine = if base == 0 {
+        Engine::new(me, size, ecfg)
+    } else {
+        Engine::with_world(u(me), (base..base + size).collect(), base + size, ecfg)?
+    };
 
     let shm = if plan.shm_peers.is_empty() {
         None
     } else {
-        let scfg = ShmConfig {
-            inbound_budget: cfg.shm_budget,
-            ring_min: cfg.shm_ring_min,
-            ring_max: cfg.shm_ring_max,
-            eager_limit: cfg.eager_limit.max(64),
-        };
         let local_shm: Vec<u32> =
             local.iter().copied().filter(|p| *p == me || plan.shm_peers.contains(p)).collect();
-        let shm = ShmTransport::create(me, &local_shm, &scfg)?;
+        let shm = ShmTransport::create(u(me), &to_u(&local_shm), &shm_config(cfg))?;
         rt.borrow_mut().put(SHM_KEY, &shm.card())?;
         Some(shm)
     };
@@ -98,7 +109,7 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             rcache_monitor: if cfg.rcache_monitor { "on" } else { "off" }.into(),
             ..OfiConfig::default()
         };
-        let ofi = OfiTransport::open(me, size, &ocfg).map_err(TransportError::from)?;
+        let ofi = OfiTransport::open(u(me), base + size, &ocfg).map_err(TransportError::from)?;
         rt.borrow_mut().put(OFI_KEY, &ofi.address())?;
         Some(ofi)
     };
@@ -110,18 +121,18 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     if let Some(mut shm) = shm {
         let mut cards = Vec::with_capacity(plan.shm_peers.len());
         for &p in &plan.shm_peers {
-            cards.push((p, rt.borrow_mut().get(p, SHM_KEY)?));
+            cards.push((u(p), rt.borrow_mut().get(p, SHM_KEY)?));
         }
         shm.connect(&cards)?;
-        engine.add_transport(Box::new(shm), &plan.shm_peers);
+        engine.add_transport(Box::new(shm), &to_u(&plan.shm_peers));
     }
     if let Some(mut ofi) = ofi {
         let mut addrs = Vec::with_capacity(plan.ofi_peers.len());
         for &p in &plan.ofi_peers {
-            addrs.push((p, rt.borrow_mut().get(p, OFI_KEY)?));
+            addrs.push((u(p), rt.borrow_mut().get(p, OFI_KEY)?));
         }
         ofi.connect(&addrs).map_err(TransportError::from)?;
-        engine.add_transport(Box::new(ofi), &plan.ofi_peers);
+        engine.add_transport(Box::new(ofi), &to_u(&plan.ofi_peers));
     }
     let src = rt.clone();
     engine.add_failure_source(Box::new(move |out: &mut Vec<u32>| {

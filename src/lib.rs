@@ -19,6 +19,7 @@
 //! ```
 
 mod api;
+mod bridge;
 /// The C ABI (`include/weft.h`): `extern "C"` functions prefixed `weft_`.
 pub mod capi;
 /// Checkpoint helpers for global restart: in memory with a buddy copy, and in files.

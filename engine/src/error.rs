@@ -42,6 +42,10 @@ pub enum Error {
     /// A transport call failed.
     #[error("transport error: {0}")]
     Transport(#[from] TransportError),
+    /// Starting processes (a spawn) failed or is not offered by the runtime (the message says
+    /// which and why).
+    #[error("{0}")]
+    Spawn(String),
     /// A message off the wire was malformed and was dropped.
     #[error("malformed message from world rank {peer}: {what}")]
     Malformed { peer: u32, what: &'static str },

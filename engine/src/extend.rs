@@ -203,13 +203,14 @@ impl Ext {
         let Some(&t) = self.0.core.route.get(peer as usize) else {
             return Err(Error::InvalidRank { rank: peer as i64, size: self.0.core.route.len() as u32 });
         };
+        // Before the route: a failed peer's transport may have been retired.
+        if self.0.core.failed.is_failed(peer) {
+            return Err(Error::ProcFailed { ranks: vec![peer] });
+        }
         if t as usize >= self.0.transport_count() {
             return Err(Error::Transport(TransportError::Invalid(format!(
                 "no transport reaches world rank {peer}"
             ))));
-        }
-        if self.0.core.failed.is_failed(peer) {
-            return Err(Error::ProcFailed { ranks: vec![peer] });
         }
         if payload.len() > self.0.eager_limit_of(t as usize).max(64) {
             return Err(Error::InvalidArg(format!(

@@ -29,6 +29,15 @@ impl Failures {
         Failures { bits: vec![0; words], list: Vec::new(), departed: vec![0; words] }
     }
 
+    /// Cover world ranks `0..nprocs` (never shrinks): peers that joined the job.
+    pub(crate) fn grow(&mut self, nprocs: u32) {
+        let words = (nprocs as usize).div_ceil(64);
+        if words > self.bits.len() {
+            self.bits.resize(words, 0);
+            self.departed.resize(words, 0);
+        }
+    }
+
     /// Record that `w` finalized.
     pub(crate) fn depart(&mut self, w: u32) {
         if let Some(b) = self.departed.get_mut(w as usize / 64) {

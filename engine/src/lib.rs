@@ -35,6 +35,7 @@ mod request;
 mod rndv;
 mod send;
 pub mod transport;
+mod universe;
 
 pub use buffer::copy_bytes;
 pub use comm::{CommId, ErrScope};

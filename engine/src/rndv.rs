@@ -30,7 +30,7 @@ pub(crate) struct RndvTodo {
 /// An asynchronous read in flight.
 pub(crate) struct GetInFlight {
     token: u64,
-    transport: usize,
+    pub(crate) transport: usize,
     req: ReqId,
     peer_world: u32,
     sreq: u64,

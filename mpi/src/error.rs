@@ -66,6 +66,7 @@ impl From<EngineError> for MpiErr {
             EngineError::ProcFailed { .. } => MPIX_ERR_PROC_FAILED,
             EngineError::ProcFailedPending => MPIX_ERR_PROC_FAILED_PENDING,
             EngineError::Revoked => MPIX_ERR_REVOKED,
+            EngineError::Spawn(_) => MPI_ERR_SPAWN,
             _ => MPI_ERR_OTHER,
         };
         MpiErr::new(class, e.to_string())
@@ -170,6 +171,7 @@ mod tests {
             (EngineError::ProcFailed { ranks: vec![1] }, MPIX_ERR_PROC_FAILED),
             (EngineError::ProcFailedPending, MPIX_ERR_PROC_FAILED_PENDING),
             (EngineError::Revoked, MPIX_ERR_REVOKED),
+            (EngineError::Spawn("x".into()), MPI_ERR_SPAWN),
         ];
         for (e, class) in cases {
             let m = MpiErr::from(e.clone());

@@ -32,10 +32,11 @@ fn init(level: c_int) -> MpiResult {
     let self_id = core
         .comm_split(world, rank, 0)?
         .ok_or_else(|| err!(MPI_ERR_INTERN, "MPI_COMM_SELF: split gave no communicator"))?;
-    let comms = Comms::new(
+    let mut comms = Comms::new(
         CommObj::new(world, MPI_ERRORS_ARE_FATAL, ""),
         CommObj::new(self_id, MPI_ERRORS_ARE_FATAL, ""),
     );
+    let parent = crate::spawn::Parent::at_init(&mut comms, core.parent());
     state::install(Mpi {
         core,
         level,
@@ -50,6 +51,7 @@ fn init(level: c_int) -> MpiResult {
         keyvals: RefCell::new(crate::attr::Keyvals::new()),
         finalized: Cell::new(false),
         last_error: RefCell::new(None),
+        parent,
     });
     Ok(())
 }

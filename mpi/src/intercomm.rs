@@ -10,7 +10,6 @@
 use std::ffi::c_int;
 
 use weft::ops::CommId;
-use weft_coll::{DType, Kind, Op, Spec};
 
 use crate::abi::*;
 use crate::comm::invalid;
@@ -72,33 +71,6 @@ fn from_bytes(b: &[u8]) -> Vec<u32> {
 }
 
 impl Mpi {
-    /// Blocking collective over `c`: a `u32` maximum.
-    fn max_u32(&self, c: CommId, v: u32) -> MpiResult<u32> {
-        let (mine, mut out) = (v, 0u32);
-        let mut spec = Spec::new(Kind::Allreduce, DType::U32);
-        spec.send = (&mine as *const u32).cast();
-        spec.recv = (&mut out as *mut u32).cast();
-        spec.count = 1;
-        spec.send_len = 4;
-        spec.recv_len = 4;
-        spec.op = Some(Op::Max);
-        // SAFETY: both buffers are locals that outlive the blocking call.
-        unsafe { self.core.run(c, &spec)? };
-        Ok(out)
-    }
-
-    /// Blocking broadcast of `buf` from `root` over `c`.
-    fn bcast_bytes(&self, c: CommId, buf: &mut [u8], root: u32) -> MpiResult {
-        let mut spec = Spec::new(Kind::Bcast, DType::Byte);
-        spec.recv = buf.as_mut_ptr();
-        spec.recv_len = buf.len();
-        spec.count = buf.len();
-        spec.root = root;
-        // SAFETY: `buf` outlives the blocking call.
-        unsafe { self.core.run(c, &spec)? };
-        Ok(())
-    }
-
     /// The core communicator of `h` and `rank` (a destination or receive source) in its terms:
     /// on an intercommunicator a rank names a process of the remote group. Negative values
     /// (`MPI_ANY_SOURCE`, `MPI_PROC_NULL`, bad ranks) pass unchanged.
@@ -152,7 +124,7 @@ export! {
             }
             let leader = local_leader as u32;
             let group = m.core.comm_group(l)?;
-            let ctx = m.max_u32(l, m.core.next_ctx()?)?;
+            let ctx = m.core.max_u32(l, m.core.next_ctx()?)?;
             // The leaders exchange (context, leader's world rank, group) over peer_comm; then each
             // broadcasts the remote side's record in its group: first its length, then itself.
             let mut record = Vec::new();
@@ -169,9 +141,9 @@ export! {
                 m.core.wait(sreq)?;
             }
             let mut len = (record.len() as u32).to_le_bytes();
-            m.bcast_bytes(l, &mut len, leader)?;
+            m.core.bcast_bytes(l, &mut len, leader)?;
             record.resize(u32::from_le_bytes(len) as usize, 0);
-            m.bcast_bytes(l, &mut record, leader)?;
+            m.core.bcast_bytes(l, &mut record, leader)?;
             let remote = from_bytes(&record);
             if remote.len() < 3 {
                 return Err(err!(MPI_ERR_INTERN, "MPI_Intercomm_create: short record from the remote leader"));

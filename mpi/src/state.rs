@@ -49,6 +49,8 @@ pub(crate) struct Mpi {
     pub(crate) finalized: Cell<bool>,
     /// The last error raised, for `MPI_Error_string` to give its details.
     pub(crate) last_error: RefCell<Option<MpiErr>>,
+    /// What `MPI_Comm_get_parent` returns.
+    pub(crate) parent: crate::spawn::Parent,
 }
 
 /// The instance as a static: shared between threads only as the thread model above allows

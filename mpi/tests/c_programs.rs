@@ -60,6 +60,78 @@ fn run2(exe: &PathBuf) -> Vec<String> {
     lines
 }
 
+/// MPI_Comm_spawn under weft-run: 2 parents spawn 2 children, talk to them over the
+/// intercommunicator, merge it and reduce over the merged communicator; a spawn beyond
+/// `--universe-size` fails with MPI_ERR_SPAWN. Without a launcher (singleton) the spawn fails
+/// naming the runtime.
+#[test]
+fn spawn_exchange_merge_and_reduce() {
+    let exe = build(&[&weft_mpicc()], "spawn", "weft");
+    common::weft_run();
+    let out = common::weft_job_on(2, &["--universe-size", "4"], &exe, &[], &[], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "spawn failed: {stderr}\nstdout:\n{stdout}");
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines.len(), 5, "{stdout}");
+    assert_eq!(
+        lines[..4],
+        [
+            "child 0: merged rank 2 sum 10",
+            "child 1: merged rank 3 sum 10",
+            "oversized spawn: error in spawning processes: the PMIx server refused to start 4 \
+             process(es) of \"./spawn-weft\": OUT-OF-RESOURCE"
+                .replace("./spawn-weft", &exe.to_string_lossy())
+                .leak(),
+            "parent 0: merged rank 0 sum 10",
+        ]
+    );
+    assert_eq!(lines[4], "parent 1: merged rank 1 sum 10");
+
+    let mut alone = Command::new(&exe);
+    alone.arg("alone").env("LD_LIBRARY_PATH", common::target_dir());
+    for v in ["PMIX_RANK", "PMIX_NAMESPACE", "PMI_FD"] {
+        alone.env_remove(v);
+    }
+    let out = common::run_with_timeout(alone, Duration::from_secs(JOB_SECS));
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "singleton spawn check failed: {stderr}\nstdout:\n{stdout}");
+    assert!(
+        stdout.contains("alone: error in spawning processes: the singleton runtime cannot start processes"),
+        "{stdout}"
+    );
+}
+
+/// A spawned process dies: both its parents and its sibling see the failure (the launcher's
+/// event and the pidfd of the shared-memory connection made at the spawn), and finish.
+#[test]
+fn a_spawned_process_failure_reaches_parents_and_siblings() {
+    let exe = build(&[&weft_mpicc()], "spawn", "weft");
+    common::weft_run();
+    let out = common::weft_job_on(2, &["--universe-size", "4"], &exe, &["victim"], &[], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "child 0: saw the child's death",
+            "parent 0: saw the child's death",
+            "parent 1: saw the child's death"
+        ],
+        "stderr:\n{stderr}"
+    );
+    // The dead child is universe rank 3 (after the 2 parents and its sibling); weft-run counts
+    // it as the job's only failure.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let failed: Vec<&str> = stderr.lines().filter(|l| l.starts_with("weft-run: rank ")).collect();
+    assert_eq!(failed.len(), 1, "{stderr}");
+    assert!(
+        failed[0].starts_with("weft-run: rank 3 ") && failed[0].ends_with("killed by signal 9 (SIGKILL)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn smoke_through_weft_headers() {
     let exe = build(&[&weft_mpicc()], "smoke", "weft");

@@ -51,6 +51,7 @@
 //! notifying process's own handler queued rank 2 and `poll_terminated` returned `[2]`; ORTE did
 //! not relay it to the other ranks (and its mpirun then hung at job end, so don't do that).
 
+mod spawn;
 pub(crate) mod sys;
 pub(crate) mod value;
 
@@ -59,6 +60,7 @@ use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use crate::universe::{JobRef, SpawnRequest};
 use crate::{Runtime, RuntimeError};
 use value::OwnedValue;
 
@@ -131,14 +133,19 @@ pub(crate) fn note_launcher_seen(ns: u64) {
 
 /// What the event handler needs to know and where it puts the ranks it finds.
 static EVENTS: Mutex<EventState> =
-    Mutex::new(EventState { nspace: None, rank: 0, size: 0, queue: Vec::new() });
+    Mutex::new(EventState { nspace: None, rank: 0, base: 0, size: 0, others: Vec::new(), queue: Vec::new() });
 
 struct EventState {
     /// Our namespace; `None` when no runtime is live (late events are then dropped).
     nspace: Option<sys::pmix_nspace_t>,
+    /// Our universe rank, our job's base (universe rank of its rank 0) and size.
     rank: u32,
+    base: u32,
     size: u32,
-    /// Ranks reported terminated, in arrival order, not yet drained by `poll_terminated`.
+    /// The other jobs of the universe we know: (namespace, base, size).
+    others: Vec<(sys::pmix_nspace_t, u32, u32)>,
+    /// Universe ranks reported terminated, in arrival order, not yet drained by
+    /// `poll_terminated`.
     queue: Vec<u32>,
 }
 
@@ -191,6 +198,10 @@ pub struct PmixRuntime {
     reported: HashSet<u32>,
     /// The server registered [`KEY_FENCE_COLLECTS_ALL`].
     served_locally: bool,
+    /// Universe rank of our rank 0 ([`crate::universe::KEY_UNIV_BASE`]; 0 if not spawned).
+    base: u32,
+    /// The other jobs of the universe this process learned ([`Runtime::add_job`]).
+    others: Vec<JobRef>,
     finalized: bool,
 }
 
@@ -237,6 +248,8 @@ impl PmixRuntime {
             evhdlr: Vec::new(),
             reported: HashSet::new(),
             served_locally: false,
+            base: 0,
+            others: Vec::new(),
             finalized: false,
         };
         rt.size = rt
@@ -249,6 +262,7 @@ impl PmixRuntime {
         rt.served_locally = rt
             .get_raw(sys::PMIX_RANK_WILDCARD, KEY_FENCE_COLLECTS_ALL, GetMode::LocalOnly)
             .is_ok_and(|v| v.as_bool() == Some(true));
+        rt.base = spawn::universe_base(&rt)?;
         rt.init_nodes()?;
         rt.init_local_peers()?;
         rt.register_events()?;
@@ -367,8 +381,10 @@ impl PmixRuntime {
         {
             let mut ev = lock_events();
             ev.nspace = Some(self.me.nspace);
-            ev.rank = self.me.rank;
+            ev.rank = self.base + self.me.rank;
+            ev.base = self.base;
             ev.size = self.size;
+            ev.others.clear();
             ev.queue.clear();
             PENDING.store(false, Ordering::Release);
         }
@@ -513,7 +529,11 @@ fn queue_terminated(
 ) {
     let mut ev = lock_events();
     let Some(ns) = ev.nspace else { return };
+    // Every known job as (namespace, universe base, size), ours first.
+    let jobs: Vec<(sys::pmix_nspace_t, u32, u32)> =
+        std::iter::once((ns, ev.base, ev.size)).chain(ev.others.iter().copied()).collect();
     let mut ranks = Vec::new();
+    let mut found = Vec::new();
     for i in infos {
         if value::key_is(i, EVENT_SEEN_NS_KEY) && u32::from(i.value.type_) == sys::PMIX_UINT64 {
             // SAFETY: a PMIX_UINT64 value's active member is uint64.
@@ -521,8 +541,13 @@ fn queue_terminated(
         }
         if value::key_is(i, sys::PMIX_EVENT_AFFECTED_PROC) || value::key_is(i, sys::PMIX_EVENT_AFFECTED_PROCS)
         {
-            // SAFETY: the info comes from libpmix and is valid during the handler call.
-            unsafe { value::procs_in_value(&i.value, &ns, &mut ranks) };
+            for (jns, base, size) in &jobs {
+                found.clear();
+                // SAFETY: the info comes from libpmix and is valid during the handler call.
+                unsafe { value::procs_in_value(&i.value, jns, &mut found) };
+                // Drops wildcard / undefined ranks.
+                ranks.extend(found.iter().filter(|&&r| r < *size).map(|&r| base + r));
+            }
         }
     }
     // No affected-proc info: for per-process codes the source is the proc concerned (servers
@@ -530,14 +555,15 @@ fn queue_terminated(
     // events, whose source is the server, and never ourselves.
     if ranks.is_empty() && status != sys::PMIX_EVENT_JOB_END && status != sys::PMIX_EVENT_NODE_DOWN {
         if let Some(src) = source {
-            if value::nspace_eq(&src.nspace, &ns) && src.rank != ev.rank {
-                ranks.push(src.rank);
+            for (jns, base, size) in &jobs {
+                if value::nspace_eq(&src.nspace, jns) && src.rank < *size && base + src.rank != ev.rank {
+                    ranks.push(base + src.rank);
+                }
             }
         }
     }
-    let size = ev.size;
     let before = ev.queue.len();
-    ev.queue.extend(ranks.into_iter().filter(|&r| r < size)); // drops wildcard / undef ranks
+    ev.queue.extend(ranks);
     if ev.queue.len() > before {
         PENDING.store(true, Ordering::Release);
     }
@@ -679,9 +705,50 @@ impl Runtime for PmixRuntime {
             Err(std::sync::TryLockError::WouldBlock) => return,
         };
         for r in drained {
-            if r != self.me.rank && self.reported.insert(r) {
+            if r != self.base + self.me.rank && self.reported.insert(r) {
                 out.push(r);
             }
+        }
+    }
+
+    fn universe_base(&self) -> u32 {
+        self.base
+    }
+
+    fn spawn(&mut self, req: &SpawnRequest) -> Result<JobRef, RuntimeError> {
+        self.check_live("PMIx_Spawn")?;
+        // Only weft-run's server registers universe bases; another server would start the
+        // processes as a job of their own, which could never join this one.
+        if !self.served_locally {
+            return Err(RuntimeError::Spawn(format!(
+                "{} does not place spawned processes in the job's universe: MPI_Comm_spawn needs weft-run",
+                spawn::server_name()
+            )));
+        }
+        spawn::spawn(req)
+    }
+
+    /// Job-level data arrives with `PMIx_Init`: a local lookup, which never waits on a server
+    /// that lacks the key.
+    fn job_string(&mut self, key: &str) -> Option<String> {
+        let key = CString::new(key).ok()?;
+        self.get_raw(sys::PMIX_RANK_WILDCARD, key.as_bytes_with_nul(), GetMode::LocalOnly).ok()?.as_string()
+    }
+
+    fn jobs(&self) -> Vec<JobRef> {
+        std::iter::once(JobRef { nspace: self.nspace.clone(), base: self.base, size: self.size })
+            .chain(self.others.iter().cloned())
+            .collect()
+    }
+
+    fn add_job(&mut self, job: JobRef) -> Result<(), RuntimeError> {
+        spawn::add_job(self, job)
+    }
+
+    fn get_universe(&mut self, u: u32, key: &str) -> Result<Vec<u8>, RuntimeError> {
+        match u.checked_sub(self.base).filter(|&r| r < self.size) {
+            Some(r) => self.get(r, key),
+            None => spawn::get_foreign(self, u, key),
         }
     }
 
@@ -768,7 +835,9 @@ mod tests {
             let mut ev = lock_events();
             ev.nspace = Some(ns);
             ev.rank = 0;
+            ev.base = 0;
             ev.size = 4;
+            ev.others.clear();
             ev.queue.clear();
         }
         let mut dead = value::make_proc(&ns, 2);

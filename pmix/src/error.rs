@@ -29,6 +29,9 @@ pub enum RuntimeError {
     /// the current epoch is abandoned.
     #[error("global restart: the job rolled back to epoch {epoch}")]
     Rollback { epoch: u64 },
+    /// Starting processes failed, or the runtime cannot start processes (the message names it).
+    #[error("spawn: {0}")]
+    Spawn(String),
     /// The PMI-2 process manager connection (`PMI_FD`) failed or sent something unexpected.
     #[error("PMI-2: {0}")]
     Pmi2(#[from] Pmi2Error),

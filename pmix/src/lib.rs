@@ -23,6 +23,7 @@ pub mod launcher;
 pub mod pmi2;
 pub mod server;
 pub mod singleton;
+pub mod universe;
 
 pub use error::{Pmi2Error, RuntimeError};
 pub use runtime::{server_timeout, Runtime, DEFAULT_TIMEOUT_SECS, ENV_TIMEOUT};

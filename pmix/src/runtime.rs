@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use crate::universe::{JobRef, SpawnRequest};
 use crate::RuntimeError;
 
 /// Environment variable: seconds to wait for the runtime server's answer (a PMIx direct-modex
@@ -26,7 +27,8 @@ pub fn server_timeout() -> Duration {
 
 /// Bootstrap and out-of-band services for one process of a job.
 ///
-/// Ranks are job-global ("world") ranks in `0..size()`.
+/// Ranks are job-global ("world") ranks in `0..size()`, except where a method says it takes
+/// universe ranks ([`crate::universe`]); [`Runtime::poll_terminated`] reports universe ranks.
 pub trait Runtime {
     /// Short name of the backend ("pmix", "pmi2", "singleton").
     fn backend(&self) -> &'static str;
@@ -61,6 +63,52 @@ pub trait Runtime {
     fn terminated_flag(&self) -> Option<&'static std::sync::atomic::AtomicBool> {
         None
     }
+    /// Universe rank of this job's rank 0 (see [`crate::universe`]): 0 unless this job was
+    /// spawned by another one.
+    fn universe_base(&self) -> u32 {
+        0
+    }
+
+    /// Start the processes of `req` as a new job of the universe (collective work, such as
+    /// connecting to them, is the caller's). Backends that cannot start processes say so,
+    /// naming the runtime.
+    fn spawn(&mut self, req: &SpawnRequest) -> Result<JobRef, RuntimeError> {
+        let _ = req;
+        Err(RuntimeError::Spawn(format!(
+            "the {} runtime cannot start processes (run under weft-run to spawn)",
+            self.backend()
+        )))
+    }
+
+    /// A job-level string value of this job (spawn data, [`crate::universe`]), if there is one.
+    fn job_string(&mut self, key: &str) -> Option<String> {
+        let _ = key;
+        None
+    }
+
+    /// Every job this process knows, its own first.
+    fn jobs(&self) -> Vec<JobRef> {
+        vec![JobRef { nspace: self.job_id().to_string(), base: 0, size: self.size() }]
+    }
+
+    /// Learn another job of the universe: its processes' keys become readable with
+    /// [`Runtime::get_universe`] and their terminations are reported.
+    fn add_job(&mut self, job: JobRef) -> Result<(), RuntimeError> {
+        Err(RuntimeError::Spawn(format!(
+            "the {} runtime has no other jobs than its own ({job:?})",
+            self.backend()
+        )))
+    }
+
+    /// Read the value that universe rank `u` (of any known job) put under `key`; a value not
+    /// there yet is waited for up to the runtime's timeout.
+    fn get_universe(&mut self, u: u32, key: &str) -> Result<Vec<u8>, RuntimeError> {
+        match u.checked_sub(self.universe_base()) {
+            Some(r) if r < self.size() => self.get(r, key),
+            _ => Err(RuntimeError::BadRank { rank: u, size: self.size() }),
+        }
+    }
+
     /// End the whole job with `code`, printing `msg`. Does not return.
     fn abort(&mut self, code: i32, msg: &str) -> !;
     /// Leave the job cleanly. After this no other method may be called.

@@ -23,8 +23,8 @@
 //! of this one server, so libpmix has already gathered everything); `direct_modex` answers
 //! NOT_FOUND (libpmix answers a local proc's data itself and there are no remote procs);
 //! `notify_event` has nothing to relay beyond this server (libpmix delivers to its own
-//! clients); `spawn` answers NOT_SUPPORTED (weft-run starts one job, `PMIx_Spawn` is not
-//! offered). The callbacks touch only a `static` channel sender behind a mutex and a pipe, so
+//! clients); `spawn` hands the request to the launcher's loop, which starts the new job of
+//! the universe and answers (see `server/spawn.rs`). The callbacks touch only a `static` channel sender behind a mutex and a pipe, so
 //! they are thread-safe and never wait for the launcher's loop.
 //!
 //! Out-of-band detection path: a rank dies → its pidfd wakes the launcher's loop →
@@ -49,9 +49,15 @@ use crate::client::sys;
 use crate::client::value;
 use crate::RuntimeError;
 
-/// What a client told the server (delivered by [`PmixServer::drain`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+mod spawn;
+pub use spawn::{Refusal, SpawnCall, SpawnReply};
+
+/// What a client told the server (delivered by [`PmixServer::drain`]). Ranks are universe
+/// ranks (a spawned job's processes come after the first job's).
+#[derive(Debug)]
 pub enum ServerEvent {
+    /// A rank called `PMIx_Spawn`: the launcher starts the job and answers.
+    Spawn(SpawnCall),
     /// The rank completed `PMIx_Init`.
     Connected(u32),
     /// The rank called `PMIx_Finalize`.
@@ -75,6 +81,8 @@ pub struct JobSpec<'a> {
 /// The launcher's link to the callbacks: set while a [`PmixServer`] exists.
 struct HostLink {
     nspace: sys::pmix_nspace_t,
+    /// Spawned jobs: (namespace, universe base, size).
+    spawned: Vec<(sys::pmix_nspace_t, u32, u32)>,
     tx: Sender<ServerEvent>,
     /// Write end of the wake-up pipe (non-blocking).
     wake: OwnedFd,
@@ -270,6 +278,8 @@ pub struct PmixServer {
     /// The node ids and host names, for node-down events.
     node_of: Vec<u32>,
     hostnames: Vec<String>,
+    /// Spawned jobs: (namespace, universe base, size).
+    spawned: Vec<(sys::pmix_nspace_t, u32, u32)>,
     /// Call `PMIx_server_finalize` on drop (see [`PmixServer::skip_finalize`]).
     finalize: bool,
 }
@@ -302,7 +312,7 @@ impl PmixServer {
                     return Err(std::io::Error::from(e).into());
                 }
             };
-        *lock_host() = Some(HostLink { nspace, tx, wake: wake_tx });
+        *lock_host() = Some(HostLink { nspace, spawned: Vec::new(), tx, wake: wake_tx });
         // From here on, dropping `srv` finalizes the server library and clears the link.
         let srv = PmixServer {
             nspace,
@@ -311,6 +321,7 @@ impl PmixServer {
             wake: wake_rx,
             node_of: spec.node_of.to_vec(),
             hostnames: spec.hostnames.to_vec(),
+            spawned: Vec::new(),
             finalize: true,
         };
         if std::env::var_os("PMIX_MCA_gds").is_none() {
@@ -330,7 +341,7 @@ impl PmixServer {
             publish: None,
             lookup: None,
             unpublish: None,
-            spawn: Some(spawn),
+            spawn: Some(spawn::spawn_upcall),
             connect: None,
             disconnect: None,
             register_events: Some(register_events),
@@ -475,38 +486,7 @@ impl PmixServer {
         if rank >= self.size {
             return Err(RuntimeError::BadRank { rank, size: self.size });
         }
-        let p = value::make_proc(&self.nspace, rank);
-        let mut env: *mut *mut c_char = std::ptr::null_mut();
-        // SAFETY: `p` is valid; `env` starts as an empty (NULL) argv-style array, which libpmix
-        // grows with malloc'ed strings (pmix_setenv); we free it below.
-        let rc = unsafe { sys::PMIx_server_setup_fork(&p, &mut env) };
-        let mut out = Vec::new();
-        if !env.is_null() {
-            let mut i = 0;
-            loop {
-                // SAFETY: `env` is a NULL-terminated array of malloc'ed C strings from libpmix.
-                let s = unsafe { *env.add(i) };
-                if s.is_null() {
-                    break;
-                }
-                // SAFETY: `s` is a valid NUL-terminated string (see above).
-                let bytes = unsafe { CStr::from_ptr(s) }.to_bytes().to_vec();
-                if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
-                    out.push((
-                        OsString::from_vec(bytes[..eq].to_vec()),
-                        OsString::from_vec(bytes[eq + 1..].to_vec()),
-                    ));
-                }
-                // SAFETY: each entry was malloc'ed by libpmix and is ours to free, once.
-                unsafe { libc::free(s.cast()) };
-                i += 1;
-            }
-            // SAFETY: the array itself was malloc'ed by libpmix.
-            unsafe { libc::free(env.cast()) };
-        }
-        if rc != OK {
-            return Err(pmix_err("PMIx_server_setup_fork", rc));
-        }
+        let mut out = setup_fork(&value::make_proc(&self.nspace, rank))?;
         // The client library takes its host name from PMIX_HOSTNAME: the rank's virtual node.
         let node = self.node_of[rank as usize] as usize;
         out.push(("PMIX_HOSTNAME".into(), self.hostnames[node].clone().into()));
@@ -570,8 +550,9 @@ impl PmixServer {
     /// `PMIX_EVENT_AFFECTED_PROC` = the rank). `seen_ns`: when the launcher saw the death
     /// (`CLOCK_MONOTONIC`), sent as [`crate::client::EVENT_SEEN_NS_KEY`].
     pub fn notify_terminated(&self, rank: u32, seen_ns: u64) -> Result<(), RuntimeError> {
+        let p = self.proc_of(rank).ok_or(RuntimeError::BadRank { rank, size: self.size })?;
         let mut info = Infos::default();
-        info.proc_(sys::PMIX_EVENT_AFFECTED_PROC, value::make_proc(&self.nspace, rank));
+        info.proc_(sys::PMIX_EVENT_AFFECTED_PROC, p);
         info.u64(crate::client::EVENT_SEEN_NS_KEY, seen_ns);
         self.notify(sys::PMIX_EVENT_PROC_TERMINATED, info)
     }
@@ -583,10 +564,7 @@ impl PmixServer {
     pub fn notify_node_down(&self, node: u32, ranks: &[u32], seen_ns: u64) -> Result<(), RuntimeError> {
         let mut info = Infos::default();
         info.u64(crate::client::EVENT_SEEN_NS_KEY, seen_ns);
-        info.procs(
-            sys::PMIX_EVENT_AFFECTED_PROCS,
-            ranks.iter().map(|&r| value::make_proc(&self.nspace, r)).collect(),
-        );
+        info.procs(sys::PMIX_EVENT_AFFECTED_PROCS, ranks.iter().filter_map(|&r| self.proc_of(r)).collect());
         info.u32(sys::PMIX_NODEID, node);
         if let Some(h) = self.hostnames.get(node as usize) {
             info.string(sys::PMIX_HOSTNAME, h);
@@ -617,6 +595,42 @@ impl PmixServer {
     }
 }
 
+/// `PMIx_server_setup_fork` for `p`: only the variables libpmix sets.
+fn setup_fork(p: &sys::pmix_proc_t) -> Result<Vec<(OsString, OsString)>, RuntimeError> {
+    let mut env: *mut *mut c_char = std::ptr::null_mut();
+    // SAFETY: `p` is valid; `env` starts as an empty (NULL) argv-style array, which libpmix
+    // grows with malloc'ed strings (pmix_setenv); we free it below.
+    let rc = unsafe { sys::PMIx_server_setup_fork(p, &mut env) };
+    let mut out = Vec::new();
+    if !env.is_null() {
+        let mut i = 0;
+        loop {
+            // SAFETY: `env` is a NULL-terminated array of malloc'ed C strings from libpmix.
+            let s = unsafe { *env.add(i) };
+            if s.is_null() {
+                break;
+            }
+            // SAFETY: `s` is a valid NUL-terminated string (see above).
+            let bytes = unsafe { CStr::from_ptr(s) }.to_bytes().to_vec();
+            if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
+                out.push((
+                    OsString::from_vec(bytes[..eq].to_vec()),
+                    OsString::from_vec(bytes[eq + 1..].to_vec()),
+                ));
+            }
+            // SAFETY: each entry was malloc'ed by libpmix and is ours to free, once.
+            unsafe { libc::free(s.cast()) };
+            i += 1;
+        }
+        // SAFETY: the array itself was malloc'ed by libpmix.
+        unsafe { libc::free(env.cast()) };
+    }
+    if rc != OK {
+        return Err(pmix_err("PMIx_server_setup_fork", rc));
+    }
+    Ok(out)
+}
+
 impl Drop for PmixServer {
     fn drop(&mut self) {
         if self.finalize {
@@ -628,16 +642,15 @@ impl Drop for PmixServer {
     }
 }
 
-/// Forward `ev` to the launcher's loop if `p` is a rank of our namespace.
+/// Forward `ev` to the launcher's loop if `p` is a process of one of our jobs, with its
+/// universe rank.
 fn forward(p: *const sys::pmix_proc_t, ev: impl FnOnce(u32) -> ServerEvent) {
     // SAFETY: libpmix passes a valid proc (or NULL) for the duration of the callback.
     let Some(p) = (unsafe { p.as_ref() }) else { return };
+    let Some(u) = spawn::universe_rank(p) else { return };
     let guard = lock_host();
     let Some(link) = guard.as_ref() else { return };
-    if !value::nspace_eq(&p.nspace, &link.nspace) {
-        return;
-    }
-    if link.tx.send(ev(p.rank)).is_ok() {
+    if link.tx.send(ev(u)).is_ok() {
         // A full pipe already wakes the loop: EAGAIN is fine.
         let _ = nix::unistd::write(&link.wake, &[1u8]);
     }
@@ -770,19 +783,6 @@ unsafe extern "C" fn deregister_events(
     _cbdata: *mut c_void,
 ) -> sys::pmix_status_t {
     sys::PMIX_OPERATION_SUCCEEDED
-}
-
-unsafe extern "C" fn spawn(
-    _proc: *const sys::pmix_proc_t,
-    _job_info: *const sys::pmix_info_t,
-    _ninfo: usize,
-    _apps: *const sys::pmix_app_t,
-    _napps: usize,
-    _cbfunc: sys::pmix_spawn_cbfunc_t,
-    _cbdata: *mut c_void,
-) -> sys::pmix_status_t {
-    // weft-run runs one job of N copies; dynamic process creation is not offered.
-    sys::PMIX_ERR_NOT_SUPPORTED
 }
 
 #[cfg(test)]

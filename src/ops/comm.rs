@@ -1,8 +1,10 @@
 //! Communicator creation from a context id that an upper layer agreed on: what a front end
 //! needs to build communicators the engine's own collectives cannot (intercommunicators, whose
 //! two groups share no communicator yet). The agreement itself is the caller's: every member
-//! contributes [`OpsCore::next_ctx`], the maximum over all members is unused at each of them.
+//! contributes [`OpsCore::next_ctx`], the maximum over all members ([`OpsCore::max_u32`]) is
+//! unused at each of them; a leader's record reaches its group with [`OpsCore::bcast_bytes`].
 
+use weft_coll::{DType, Kind, Op, Spec};
 use weft_engine::CommId;
 
 use super::{EngineResult, OpsCore};
@@ -18,5 +20,31 @@ impl OpsCore {
     /// [`OpsCore::next_ctx`]). This process must be a member.
     pub fn comm_create_agreed(&self, ctx: u32, members: Vec<u32>) -> EngineResult<CommId> {
         self.eng()?.ext().comm_create_agreed(ctx, members)
+    }
+
+    /// Blocking `u32` maximum over `c` (a context agreement).
+    pub fn max_u32(&self, c: CommId, v: u32) -> EngineResult<u32> {
+        let (mine, mut out) = (v, 0u32);
+        let mut spec = Spec::new(Kind::Allreduce, DType::U32);
+        spec.send = (&mine as *const u32).cast();
+        spec.recv = (&mut out as *mut u32).cast();
+        spec.count = 1;
+        spec.send_len = 4;
+        spec.recv_len = 4;
+        spec.op = Some(Op::Max);
+        // SAFETY: both buffers are locals that outlive the blocking call.
+        unsafe { self.run(c, &spec)? };
+        Ok(out)
+    }
+
+    /// Blocking broadcast of `buf` from `root` over `c` (a leader's record).
+    pub fn bcast_bytes(&self, c: CommId, buf: &mut [u8], root: u32) -> EngineResult<()> {
+        let mut spec = Spec::new(Kind::Bcast, DType::Byte);
+        spec.recv = buf.as_mut_ptr();
+        spec.recv_len = buf.len();
+        spec.count = buf.len();
+        spec.root = root;
+        // SAFETY: `buf` outlives the blocking call.
+        unsafe { self.run(c, &spec) }
     }
 }

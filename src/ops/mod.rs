@@ -28,6 +28,10 @@ mod comm;
 mod dgrp;
 mod ft;
 mod p2p;
+mod spawn;
+
+pub use spawn::Spawned;
+pub use weft_pmix::universe::SpawnRequest;
 
 /// Result of an engine-level operation: the error keeps its engine variant (a status needs
 /// the truncation details, the C ABI maps each variant to its code).
@@ -43,6 +47,8 @@ pub struct OpsCore {
     /// The DGRP diagnosis: nothing is installed on the engine until it starts.
     dgrp: weft_ft::DgrpGlue,
     coll: RefCell<weft_coll::Coll>,
+    /// The union communicator with the parents, for a spawned process.
+    parent: Option<Spawned>,
 }
 
 impl OpsCore {
@@ -56,8 +62,14 @@ impl OpsCore {
     pub fn with_runtime(cfg: Config, rt: Box<dyn weft_pmix::Runtime>) -> Result<OpsCore> {
         let rt: SharedRuntime = std::rc::Rc::new(RefCell::new(rt));
         let mut engine = crate::init::wire(&cfg, rt.clone())?;
-        let ft = ft::install(&cfg, &rt, &mut engine)?;
+        let spawned = rt.borrow().universe_base() > 0;
+        // The heartbeat detector watches a ring of the first job's ranks: a spawned job's
+        // processes are watched through their transports' pidfds and the runtime's events.
+        let ft_cfg =
+            Config { ft_hb_period_ms: if spawned { None } else { cfg.ft_hb_period_ms }, ..cfg.clone() };
+        let ft = ft::install(&ft_cfg, &rt, &mut engine)?;
         let coll = coll::state(&cfg, &**rt.borrow());
+        let parent = spawn::join_parents(&cfg, &rt, &mut engine)?;
         Ok(OpsCore {
             engine: RefCell::new(engine),
             rt,
@@ -66,6 +78,7 @@ impl OpsCore {
             ft,
             dgrp: weft_ft::DgrpGlue::new(),
             coll: RefCell::new(coll),
+            parent,
         })
     }
 

@@ -1,6 +1,6 @@
 //! `weft-run -n N [--timeout SECS] [--nodes K | --map C0,C1,…] [--kill-node NODE@SECS]…
-//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] PROG ARGS…`: the embedded
-//! single-host launcher of weft.
+//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] [--universe-size U] PROG ARGS…`:
+//! the embedded single-host launcher of weft.
 //!
 //! Hosts the OpenPMIx server library (`weft_pmix::server`) and starts N copies of PROG as its
 //! clients (the environment of `PMIx_server_setup_fork`, plus `WEFT_RUN_CTL` and
@@ -26,6 +26,11 @@
 //! them as failed. Ranks (or any process) can do the same at a chosen point through the control
 //! socket (`weft_pmix::launcher::LauncherControl`).
 //! `--partition NODE@SECS` (with `--netns`) sets the node's veth link down.
+//!
+//! Dynamic processes: a rank's `PMIx_Spawn` (`MPI_Comm_spawn`) starts a new job of the
+//! launcher's universe, whose processes take the universe ranks after every process started
+//! before (see `weft_run/spawn.rs`); at most `--universe-size` processes (default N) live at
+//! once. They are watched and judged like the first job's ranks.
 //!
 //! Exit status: 0 when every rank finalized and exited 0; 1 when some rank failed (one line per
 //! failed rank on stderr); the abort code when a rank called `abort` (1 if that code is 0 mod
@@ -123,6 +128,10 @@ struct Cli {
     /// use) or not at all (`none`, the default), as `mpiexec -bind-to`.
     #[arg(long = "bind-to", value_enum, default_value_t = binding::BindTo::None, value_name = "WHAT")]
     bind_to: binding::BindTo,
+    /// Most processes the job may have alive at once, spawned ones included (`MPI_Comm_spawn`
+    /// beyond it fails with MPI_ERR_SPAWN); default: N.
+    #[arg(long = "universe-size", value_name = "U", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    universe_size: Option<u32>,
     /// The program to run and its arguments.
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true, value_name = "PROG ARGS")]
     command: Vec<OsString>,
@@ -310,12 +319,12 @@ fn run(cli: Cli) -> u8 {
     let board_fd = board.as_ref().map(|b| b.fd());
     let spec = SpawnSpec {
         prog: prog.clone(),
-        ld_library_path,
+        ld_library_path: ld_library_path.clone(),
         argv0: prog_arg.clone(),
         args: cli.command[1..].to_vec(),
         ctl: run_dir.sock.clone(),
         node_of: plan.node_of.clone(),
-        fi_domains,
+        fi_domains: fi_domains.clone(),
         netns_fds,
         cpus,
         board_fd,
@@ -378,6 +387,13 @@ fn run(cli: Cli) -> u8 {
         !cli.no_standby && !cli.netns,
         board,
     );
+    server.enable_spawn(server::SpawnTemplate {
+        ld_library_path: ld_library_path.clone(),
+        ctl: run_dir.sock.clone(),
+        fi_domain: fi_domains.first().cloned().flatten(),
+        universe_size: cli.universe_size.unwrap_or(cli.n).max(cli.n),
+        broken: false,
+    });
     let code = match server.run() {
         None => {
             if server.failures.is_empty() {

@@ -36,6 +36,18 @@ pub(crate) fn nspace_str(ns: &sys::pmix_nspace_t) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// A namespace from a string: non-empty, shorter than `PMIX_MAX_NSLEN`, no NUL.
+pub(crate) fn nspace_from(s: &str) -> Result<sys::pmix_nspace_t, crate::RuntimeError> {
+    if s.is_empty() || s.len() >= sys::PMIX_MAX_NSLEN as usize || s.contains('\0') {
+        return Err(crate::RuntimeError::Env(format!("{s:?} is not a valid PMIx namespace")));
+    }
+    let mut ns: sys::pmix_nspace_t = [0; sys::PMIX_MAX_NSLEN as usize + 1];
+    for (d, b) in ns.iter_mut().zip(s.bytes()) {
+        *d = b as c_char;
+    }
+    Ok(ns)
+}
+
 /// Whether two namespaces are equal (compared up to the first NUL, as `PMIX_CHECK_NSPACE`).
 pub(crate) fn nspace_eq(a: &sys::pmix_nspace_t, b: &sys::pmix_nspace_t) -> bool {
     for (x, y) in a.iter().zip(b.iter()) {

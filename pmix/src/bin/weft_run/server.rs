@@ -38,6 +38,10 @@ use crate::job::{kill_and_reap_all, spawn_rank, spawn_standby, Ended, Proc, Spaw
 use crate::netns::NetNs;
 use crate::nodes::NodePlan;
 
+#[path = "spawn.rs"]
+mod spawn;
+pub use spawn::SpawnTemplate;
+
 /// A timed fault injection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -61,7 +65,7 @@ pub enum Teardown {
     ReinitFailed(u32),
 }
 
-/// Per-rank state.
+/// Per-process state (indexed by universe rank: spawned processes follow the first job).
 struct RankState {
     proc_: Proc,
     /// Completed `PMIx_Init`.
@@ -117,6 +121,14 @@ pub struct Server {
     standby: Option<(Proc, Option<u64>)>,
     /// The failure board the ranks map (`weft_pmix::board`), if it could be made.
     board: Option<BoardWriter>,
+    /// How to start spawned processes (`None`: `PMIx_Spawn` is refused).
+    spawn_template: Option<SpawnTemplate>,
+}
+
+impl RankState {
+    fn new(proc_: Proc) -> RankState {
+        RankState { proc_, connected: false, finalized: false, kill_reason: None, judged: false }
+    }
 }
 
 enum Ev {
@@ -152,16 +164,7 @@ impl Server {
             pmix,
             ctl,
             sigfd,
-            ranks: procs
-                .into_iter()
-                .map(|p| RankState {
-                    proc_: p,
-                    connected: false,
-                    finalized: false,
-                    kill_reason: None,
-                    judged: false,
-                })
-                .collect(),
+            ranks: procs.into_iter().map(RankState::new).collect(),
             pgid,
             conns: BTreeMap::new(),
             next_conn: 0,
@@ -182,7 +185,13 @@ impl Server {
             want_standby,
             standby: None,
             board,
+            spawn_template: None,
         }
+    }
+
+    /// Accept `PMIx_Spawn` requests, starting processes as `tpl` says.
+    pub fn enable_spawn(&mut self, tpl: SpawnTemplate) {
+        self.spawn_template = Some(tpl);
     }
 
     /// Run until every rank has been reaped, or until a teardown (which kills and reaps all).
@@ -333,6 +342,7 @@ impl Server {
         let mut connected = false;
         for ev in self.pmix.drain() {
             match ev {
+                ServerEvent::Spawn(call) => self.spawn_job(call),
                 ServerEvent::Connected(r) => {
                     if let Some(st) = self.ranks.get_mut(r as usize) {
                         st.connected = true;
