@@ -1,0 +1,199 @@
+//! HyperQuickSort that reconfigures itself over the current view ("Running resilient MPI
+//! applications on a Dynamic Group of Recommended Processes", Algorithms 2–4): the world's
+//! ranks are the vertices (slots) of a virtual hypercube; each step runs on the members of a
+//! view, a member doing the work of the slots whose process left (Algorithm 4), and each
+//! step's lists are checkpointed in memory on a buddy so that a replacement can take over.
+//! The output is verified: globally sorted and the same multiset as the input.
+//!
+//! `weft-run -n 8 hyperquicksort [--keys K|2^E] [--seed S] [--source crash] [--kill W@R[.A]]…`
+//!
+//! Every member of the final view prints `hyperquicksort: rank W OK …`; the lowest member
+//! prints `hyperquicksort: SORTED …` with the timings. Exit status: 0 verified, 1 wrong output,
+//! 2 bad arguments, 3 the sort cannot go on (lost list, no view).
+
+mod faults;
+mod hypercube;
+mod keys;
+mod placement;
+mod steps;
+mod transfer;
+mod view;
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use faults::{maybe_kill, Kill};
+use placement::{plan, wanted, Placement, Store};
+use steps::{generate_step, sort_round, verify, Job, Verdict};
+use view::{CrashSource, ViewSource};
+
+/// Attempts of one step before the sort gives up.
+const MAX_ATTEMPTS: u32 = 64;
+
+struct Args {
+    keys: u64,
+    seed: u64,
+    kills: Vec<Kill>,
+}
+
+fn parse_count(s: &str) -> Result<u64, String> {
+    let bad = || format!("--keys {s:?}: expected a count or 2^E");
+    match s.split_once('^') {
+        Some(("2", e)) => {
+            let e: u32 = e.parse().map_err(|_| bad())?;
+            1u64.checked_shl(e).filter(|_| e < 64).ok_or_else(bad)
+        }
+        Some(_) => Err(bad()),
+        None => s.parse().map_err(|_| bad()),
+    }
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args { keys: 1 << 20, seed: 1, kills: Vec::new() };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
+        match k.as_str() {
+            "--keys" => a.keys = parse_count(&val()?)?,
+            "--seed" => a.seed = val()?.parse().map_err(|_| "--seed: expected an integer".to_string())?,
+            "--kill" => a.kills.push(val()?.parse()?),
+            "--source" => match val()?.as_str() {
+                "crash" => {}
+                s => return Err(format!("--source {s:?}: this build knows only `crash`")),
+            },
+            _ => return Err(format!("unknown argument {k:?}")),
+        }
+    }
+    Ok(a)
+}
+
+enum Stop {
+    Usage(String),
+    CannotGoOn(String),
+    Wrong(String),
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => return report(Stop::Usage(e)),
+    };
+    let w = match weft::init() {
+        Ok(w) => w,
+        Err(e) => return report(Stop::CannotGoOn(format!("init: {e}"))),
+    };
+    let r = run(&w, &args);
+    let code = match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(stop) => report(stop),
+    };
+    let _ = w.finalize();
+    code
+}
+
+fn report(stop: Stop) -> ExitCode {
+    let (msg, code) = match stop {
+        Stop::Usage(m) => (m, 2),
+        Stop::Wrong(m) => (m, 1),
+        Stop::CannotGoOn(m) => (m, 3),
+    };
+    println!("hyperquicksort: FAILED: {msg}");
+    ExitCode::from(code)
+}
+
+fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
+    let world = w.world();
+    let (me, n) = (world.rank(), world.size());
+    if !n.is_power_of_two() || n > 1 << 16 {
+        return Err(Stop::Usage(format!("{n} ranks: the hypercube needs a power of two up to 65536")));
+    }
+    let dim = n.trailing_zeros();
+    let mut src = CrashSource::new(w).map_err(Stop::CannotGoOn)?;
+    let t0 = Instant::now();
+    let mut place = Placement::Initial;
+    let mut store = Store::default();
+    let mut attempts = 0u32;
+    let mut sorted_at = t0;
+    let mut verdict: Option<Verdict> = None;
+    for step in 0..=dim + 1 {
+        let mut attempt = 0;
+        loop {
+            if attempt >= MAX_ATTEMPTS {
+                return Err(Stop::CannotGoOn(format!("step {step}: {MAX_ATTEMPTS} attempts failed")));
+            }
+            attempts += 1;
+            let view = src.view();
+            // Move the committed lists to the placement this view wants.
+            match plan(dim, &place, &view.members) {
+                Err(lost) => return Err(Stop::CannotGoOn(lost.to_string())),
+                Ok(None) => {}
+                Ok(Some(mv)) => {
+                    let r = mv.run(w, view, me, &store);
+                    let ok = r.is_ok();
+                    if !src.end_step(ok).map_err(Stop::CannotGoOn)? {
+                        attempt += 1;
+                        continue;
+                    }
+                    store = r.expect("committed steps succeeded everywhere");
+                    place = mv.to;
+                }
+            }
+            let view = src.view();
+            let mid = || maybe_kill(&args.kills, me, step, attempt);
+            let job = Job { w, me, dim, keys: args.keys, seed: args.seed, mid: &mid };
+            let done = if step == 0 {
+                generate_step(&job, view).map(Some)
+            } else if step <= dim {
+                sort_round(&job, view, &store, step).map(Some)
+            } else {
+                verify(&job, view, &store).map(|v| {
+                    verdict = Some(v);
+                    None
+                })
+            };
+            let ok = done.is_ok();
+            if std::env::var_os("HQS_DEBUG").is_some() {
+                eprintln!("hqs: rank {me} step {step} attempt {attempt}: {:?}", done.as_ref().err());
+            }
+            let members = view.members.clone();
+            if src.end_step(ok).map_err(Stop::CannotGoOn)? {
+                if let Some(next) = done.expect("committed steps succeeded everywhere") {
+                    store = next;
+                    place = wanted(dim, &members);
+                }
+                break;
+            }
+            attempt += 1;
+        }
+        if step == dim {
+            sorted_at = Instant::now();
+        }
+    }
+    let v = verdict.expect("the last step is the verification");
+    let view = src.view();
+    let (sort_s, verify_s) = ((sorted_at - t0).as_secs_f64(), sorted_at.elapsed().as_secs_f64());
+    let line = format!(
+        "keys={} slots={n} members={:?} view_changes={} attempts={attempts} sort_s={sort_s:.3} verify_s={verify_s:.3} list_len_min={} list_len_max={} checksum_sum={:#x} checksum_xor={:#x} checksum_squares={:#x}",
+        v.count,
+        view.members,
+        src.changes(),
+        v.min_len,
+        v.max_len,
+        v.output.sum,
+        v.output.xor,
+        v.output.squares,
+    );
+    if !v.ok(args.keys) {
+        return Err(Stop::Wrong(format!(
+            "unsorted slots {} inversions {} input {:?} output {:?}; {line}",
+            v.unsorted, v.inversions, v.input, v.output
+        )));
+    }
+    println!("hyperquicksort: rank {me} OK {line}");
+    if view.members.first() == Some(&me) {
+        println!("hyperquicksort: SORTED {line}");
+    }
+    Ok(())
+}
+
+use weft::Weft;

@@ -1,0 +1,99 @@
+//! The reconfigurable HyperQuickSort (`examples/hyperquicksort/`) under `weft-run` with
+//! crashes (SIGKILL at chosen steps): every survivor must report a verified output (sorted,
+//! same multiset as the input), the final view must be the survivors, and the output checksums
+//! must equal those of the failure-free run with the same seed. Every job has a hard timeout.
+
+mod common;
+use common::*;
+
+const KEYS: &str = "200000";
+
+/// Run the sort on `n` ranks with `extra` arguments; returns stdout after checking that every
+/// rank of `survivors` verified its output and that the final view is exactly `survivors`.
+fn sort(n: u32, extra: &[&str], survivors: &[u32]) -> String {
+    let mut args = vec!["--keys", KEYS, "--seed", "42"];
+    args.extend_from_slice(extra);
+    let out = weft_job(n, &example("hyperquicksort"), &args, &[], 120);
+    let (so, se) = text(&out);
+    // weft-run reports a rank's non-zero exit on stderr; the SIGKILLed victims are expected.
+    assert!(
+        !so.contains("FAILED") && !se.contains("exited with status"),
+        "{extra:?}: stdout:\n{so}\nstderr:\n{se}"
+    );
+    let members = format!("members={survivors:?}");
+    for r in survivors {
+        let line = so
+            .lines()
+            .find(|l| l.starts_with(&format!("hyperquicksort: rank {r} OK")))
+            .unwrap_or_else(|| panic!("{extra:?}: rank {r} did not verify:\n{so}\n{se}"));
+        assert!(line.contains(&members), "{extra:?}: rank {r} ended on another view: {line}");
+        assert!(line.contains(&format!("keys={KEYS} ")), "{line}");
+    }
+    assert_eq!(so.matches("hyperquicksort: SORTED").count(), 1, "{so}");
+    print!("{so}");
+    so
+}
+
+/// The `checksum_*` fields of the SORTED line.
+fn checksums(so: &str) -> Vec<String> {
+    let line = so.lines().find(|l| l.starts_with("hyperquicksort: SORTED")).expect("SORTED line");
+    line.split_whitespace().filter(|f| f.starts_with("checksum_")).map(String::from).collect()
+}
+
+#[test]
+fn failure_free_one_crash_and_seven_sequential_crashes_on_8_ranks() {
+    let all: Vec<u32> = (0..8).collect();
+    let base = sort(8, &[], &all);
+    assert!(base.contains("view_changes=0"), "{base}");
+    let want = checksums(&base);
+    assert_eq!(want.len(), 3);
+
+    // One crash in the middle of the second sorting round.
+    let so = sort(8, &["--kill", "5@2"], &[0, 1, 2, 3, 4, 6, 7]);
+    assert_eq!(checksums(&so), want);
+
+    // N-1 crashes one after the other, in every step (generation, the three rounds, the
+    // verification), rank 0 among them: rank 3 alone finishes every slot's work.
+    let kills = ["0@0", "7@1", "5@2", "6@3", "4@4", "1@4.1", "2@4.2"];
+    let args: Vec<&str> = kills.iter().flat_map(|k| ["--kill", k]).collect();
+    let so = sort(8, &args, &[3]);
+    assert!(so.contains("view_changes=7"), "{so}");
+    assert_eq!(checksums(&so), want);
+}
+
+#[test]
+fn sequential_crashes_in_one_round_on_4_ranks() {
+    // Two crashes during the same sorting round (the second in the retried attempt), then one
+    // in the verification.
+    let so = sort(4, &["--kill", "1@1", "--kill", "0@1.1", "--kill", "2@3"], &[3]);
+    assert!(so.contains("view_changes=3"), "{so}");
+}
+
+#[test]
+fn a_list_lost_with_its_holder_and_backup_stops_with_a_clear_error() {
+    // Ranks 2 and 3 die together: slot 2's list was held by 2 with its copy on 3.
+    let out = weft_job(
+        8,
+        &example("hyperquicksort"),
+        &["--keys", KEYS, "--kill", "2@2", "--kill", "3@2"],
+        &[],
+        120,
+    );
+    let (so, se) = text(&out);
+    assert!(se.contains("exited with status 3"), "stdout:\n{so}\nstderr:\n{se}");
+    assert!(so.contains("slot 2's list is lost: its holder 2 and its backup Some(3)"), "{so}");
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let out = weft_job(2, &example("hyperquicksort"), &["--kill", "x"], &[], 60);
+    let (so, se) = text(&out);
+    assert!(
+        se.contains("exited with status 2") && so.contains("--kill \"x\": expected RANK@STEP"),
+        "{so}{se}"
+    );
+    let out = weft_job(3, &example("hyperquicksort"), &[], &[], 60);
+    let (so, se) = text(&out);
+    assert!(se.contains("exited with status 2"), "{so}{se}");
+    assert!(so.contains("3 ranks: the hypercube needs a power of two"), "{so}");
+}
