@@ -82,6 +82,17 @@ fn a_list_lost_with_its_holder_and_backup_stops_with_a_clear_error() {
     let (so, se) = text(&out);
     assert!(se.contains("exited with status 3"), "stdout:\n{so}\nstderr:\n{se}");
     assert!(so.contains("slot 2's list is lost: its holder 2 and its backup Some(3)"), "{so}");
+    // Without checkpoints the first crash loses a list.
+    let out = weft_job(
+        4,
+        &example("hyperquicksort"),
+        &["--keys", KEYS, "--no-checkpoint", "--kill", "1@2"],
+        &[],
+        120,
+    );
+    let (so, se) = text(&out);
+    assert!(se.contains("exited with status 3"), "stdout:\n{so}\nstderr:\n{se}");
+    assert!(so.contains("slot 1's list is lost: its holder 1 and its backup None"), "{so}");
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! step's lists are checkpointed in memory on a buddy so that a replacement can take over.
 //! The output is verified: globally sorted and the same multiset as the input.
 //!
-//! `weft-run -n 8 hyperquicksort [--keys K|2^E] [--seed S] [--source crash] [--kill W@R[.A]]…`
+//! `weft-run -n 8 hyperquicksort [--keys K|2^E] [--seed S] [--source crash] [--kill W@R[.A]]…
+//! [--no-checkpoint]` (the last one: no copies on buddies, a plain sort that stops with a lost
+//! list at the first failure; the reference for the checkpoints' cost).
 //!
 //! Every member of the final view prints `hyperquicksort: rank W OK …`; the lowest member
 //! prints `hyperquicksort: SORTED …` with the timings. Exit status: 0 verified, 1 wrong output,
@@ -34,6 +36,7 @@ struct Args {
     keys: u64,
     seed: u64,
     kills: Vec<Kill>,
+    copies: bool,
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {
@@ -49,7 +52,7 @@ fn parse_count(s: &str) -> Result<u64, String> {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { keys: 1 << 20, seed: 1, kills: Vec::new() };
+    let mut a = Args { keys: 1 << 20, seed: 1, kills: Vec::new(), copies: true };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
@@ -57,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
             "--keys" => a.keys = parse_count(&val()?)?,
             "--seed" => a.seed = val()?.parse().map_err(|_| "--seed: expected an integer".to_string())?,
             "--kill" => a.kills.push(val()?.parse()?),
+            "--no-checkpoint" => a.copies = false,
             "--source" => match val()?.as_str() {
                 "crash" => {}
                 s => return Err(format!("--source {s:?}: this build knows only `crash`")),
@@ -124,7 +128,7 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
             attempts += 1;
             let view = src.view();
             // Move the committed lists to the placement this view wants.
-            match plan(dim, &place, &view.members) {
+            match plan(dim, &place, &view.members, args.copies) {
                 Err(lost) => return Err(Stop::CannotGoOn(lost.to_string())),
                 Ok(None) => {}
                 Ok(Some(mv)) => {
@@ -140,7 +144,7 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
             }
             let view = src.view();
             let mid = || maybe_kill(&args.kills, me, step, attempt);
-            let job = Job { w, me, dim, keys: args.keys, seed: args.seed, mid: &mid };
+            let job = Job { w, me, dim, keys: args.keys, seed: args.seed, copies: args.copies, mid: &mid };
             let done = if step == 0 {
                 generate_step(&job, view).map(Some)
             } else if step <= dim {
@@ -159,7 +163,7 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
             if src.end_step(ok).map_err(Stop::CannotGoOn)? {
                 if let Some(next) = done.expect("committed steps succeeded everywhere") {
                     store = next;
-                    place = wanted(dim, &members);
+                    place = wanted(dim, &members, args.copies);
                 }
                 break;
             }

@@ -54,10 +54,11 @@ impl std::fmt::Display for Lost {
     }
 }
 
-/// The placement a view asks for: owners by Algorithm 4, backups on the owners' buddies.
-pub fn wanted(dim: u32, view: &[u32]) -> Placement {
+/// The placement a view asks for: owners by Algorithm 4, backups on the owners' buddies
+/// (none when checkpoints are off).
+pub fn wanted(dim: u32, view: &[u32], copies: bool) -> Placement {
     let holder = owners(dim, view).expect("a view has at least one member");
-    let backup = holder.iter().map(|&h| buddy(h, view)).collect();
+    let backup = holder.iter().map(|&h| buddy(h, view).filter(|_| copies)).collect();
     Placement::Held { holder, backup }
 }
 
@@ -69,11 +70,11 @@ pub struct Move {
 }
 
 /// Plan the move of `from` to the placement of `view`; `None` when nothing moves.
-pub fn plan(dim: u32, from: &Placement, view: &[u32]) -> Result<Option<Move>, Lost> {
+pub fn plan(dim: u32, from: &Placement, view: &[u32], copies: bool) -> Result<Option<Move>, Lost> {
     let Placement::Held { holder, backup } = from else {
         return Ok(None);
     };
-    let to = wanted(dim, view);
+    let to = wanted(dim, view, copies);
     if &to == from {
         return Ok(None);
     }
