@@ -108,3 +108,46 @@ fn bad_arguments_are_refused() {
     assert!(se.contains("exited with status 2"), "{so}{se}");
     assert!(so.contains("3 ranks: the hypercube needs a power of two"), "{so}");
 }
+
+/// The C version (`examples/c/hyperquicksort.c`): `KEYS SEED W@STEP.ATTEMPT…`.
+fn sort_c(n: u32, kills: &[&str], survivors: &[u32]) -> String {
+    let exe = compile_c("examples/c/hyperquicksort.c");
+    let mut args = vec![KEYS, "42"];
+    args.extend_from_slice(kills);
+    let out = weft_job(n, &exe, &args, &[], 120);
+    let (so, se) = text(&out);
+    assert!(
+        !so.contains("FAILED") && !se.contains("exited with status"),
+        "{kills:?}: stdout:\n{so}\nstderr:\n{se}"
+    );
+    for r in survivors {
+        let line = so
+            .lines()
+            .find(|l| l.starts_with(&format!("hyperquicksort.c: rank {r} OK")))
+            .unwrap_or_else(|| panic!("{kills:?}: rank {r} did not verify:\n{so}\n{se}"));
+        assert!(line.contains(&format!("members={} ", survivors.len())), "{line}");
+        assert!(line.contains(&format!("keys={KEYS} unsorted=0 inversions=0")), "{line}");
+    }
+    print!("{so}");
+    so
+}
+
+#[test]
+fn c_version_sorts_the_same_keys_and_survives_seven_sequential_crashes() {
+    let rust = sort(8, &[], &(0..8).collect::<Vec<_>>());
+    let want = checksums(&rust);
+    let c = sort_c(8, &[], &(0..8).collect::<Vec<_>>());
+    for w in &want {
+        assert!(c.contains(w.as_str()), "C output lacks {w}:\n{c}");
+    }
+    let so = sort_c(8, &["0@0.0", "7@1.0", "5@2.0", "6@3.0", "4@4.0", "1@4.1", "2@4.2"], &[3]);
+    assert!(so.contains("view_changes=7"), "{so}");
+    for w in &want {
+        assert!(so.contains(w.as_str()), "C output after crashes lacks {w}:\n{so}");
+    }
+    let exe = compile_c("examples/c/hyperquicksort.c");
+    let out = weft_job(8, &exe, &[KEYS, "42", "2@2.0", "3@2.0"], &[], 120);
+    let (so, se) = text(&out);
+    assert!(se.contains("exited with status 3"), "{so}{se}");
+    assert!(so.contains("slot 2's list is lost: its holder 2 and its backup 3"), "{so}");
+}

@@ -97,11 +97,14 @@ pub fn sort_round(job: &Job, view: &View, store: &Store, round: u32) -> weft::Re
     let mut need: Vec<u32> = mine.iter().map(|&i| root(i)).filter(|r| own[*r as usize] != job.me).collect();
     need.dedup();
     let ins: Vec<In> = need.iter().map(|&r| In { src: own[r as usize], tag: tag(PIVOT, r) }).collect();
-    for (r, v) in need.iter().zip(transfer(job.w, &view.comm, &view.members, &outs, &ins)?) {
+    let got = transfer(job.w, &view.comm, &view.members, &outs, &ins);
+    // The fault hook runs also after a failed pivot exchange, so planned crashes happen
+    // whatever the others did.
+    (job.mid)();
+    for (r, v) in need.iter().zip(got?) {
         let p = *v.first().ok_or_else(|| weft::EngineError::InvalidArg("empty pivot message".into()))?;
         pivots.insert(*r, p);
     }
-    (job.mid)();
     // Exchange halves with the partner slots.
     let halves = |i: u32| -> (&[u64], &[u64]) {
         let (lo, hi) = split(&store.primary[&i], pivots[&root(i)]);
