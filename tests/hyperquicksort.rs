@@ -62,6 +62,21 @@ fn failure_free_one_crash_and_seven_sequential_crashes_on_8_ranks() {
 }
 
 #[test]
+fn steps_that_run_to_their_end_instead_of_revoking_survive_one_and_seven_crashes() {
+    // `crash-finish`: no revoke; a member meeting a failure finishes its step with empty lists
+    // (every live peer still gets what it waits for), the agreement fails the step.
+    let base = sort(8, &["--source", "crash-finish"], &(0..8).collect::<Vec<_>>());
+    let want = checksums(&base);
+    let so = sort(8, &["--source", "crash-finish", "--kill", "3@2"], &[0, 1, 2, 4, 5, 6, 7]);
+    assert_eq!(checksums(&so), want);
+    let kills = ["0@0", "7@1", "5@2", "6@3", "4@4", "1@4.1", "2@4.2"];
+    let mut args: Vec<&str> = vec!["--source", "crash-finish"];
+    args.extend(kills.iter().flat_map(|k| ["--kill", k]));
+    let so = sort(8, &args, &[3]);
+    assert_eq!(checksums(&so), want);
+}
+
+#[test]
 fn sequential_crashes_in_one_round_on_4_ranks() {
     // Two crashes during the same sorting round (the second in the retried attempt), then one
     // in the verification.

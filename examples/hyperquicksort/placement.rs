@@ -124,7 +124,7 @@ impl Move {
             .collect();
         let ins_of: Vec<&(u32, u32, u32, bool)> = self.sends.iter().filter(|s| s.1 == me).collect();
         let ins: Vec<In> = ins_of.iter().map(|s| In { src: s.0, tag: tag(kind(s.3), s.2) }).collect();
-        let got = transfer(w, &view.comm, &view.members, &outs, &ins)?;
+        let got = transfer(w, view, &outs, &ins)?;
         let mut recv: BTreeMap<(u32, bool), List> = BTreeMap::new();
         for (s, keys) in ins_of.iter().zip(got) {
             recv.insert((s.2, s.3), Rc::new(keys));
@@ -140,6 +140,6 @@ impl Move {
                 new.backup.insert(slot, l);
             }
         }
-        Ok(new)
+        view.outcome(Ok(new))
     }
 }

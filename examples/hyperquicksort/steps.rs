@@ -7,13 +7,12 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use weft::coll::Op;
 use weft::Weft;
 
 use crate::hypercube::{buddy, owners};
 use crate::keys::{generate, median, merge, split, Checksum};
 use crate::placement::{List, Store};
-use crate::transfer::{tag, transfer, In, Out, CHECKPOINT, EXCHANGE, PIVOT};
+use crate::transfer::{tag, transfer, In, Out, CHECKPOINT, EXCHANGE, PIVOT, VERIFY};
 use crate::view::View;
 
 /// What every step needs to know.
@@ -50,9 +49,9 @@ fn checkpoint(job: &Job, view: &View, own: &[u32], primary: BTreeMap<u32, List>)
     let from: Vec<u32> =
         (0..own.len() as u32).filter(|&s| buddy(own[s as usize], m) == Some(job.me)).collect();
     let ins: Vec<In> = from.iter().map(|&s| In { src: own[s as usize], tag: tag(CHECKPOINT, s) }).collect();
-    let got = transfer(job.w, &view.comm, m, &outs, &ins)?;
+    let got = transfer(job.w, view, &outs, &ins)?;
     let backup = from.into_iter().zip(got).map(|(s, l)| (s, Rc::new(l))).collect();
-    Ok(Store { primary, backup })
+    view.outcome(Ok(Store { primary, backup }))
 }
 
 /// Step 0: generate the input of every owned slot from the seed and sort it locally.
@@ -97,13 +96,13 @@ pub fn sort_round(job: &Job, view: &View, store: &Store, round: u32) -> weft::Re
     let mut need: Vec<u32> = mine.iter().map(|&i| root(i)).filter(|r| own[*r as usize] != job.me).collect();
     need.dedup();
     let ins: Vec<In> = need.iter().map(|&r| In { src: own[r as usize], tag: tag(PIVOT, r) }).collect();
-    let got = transfer(job.w, &view.comm, &view.members, &outs, &ins);
+    let got = transfer(job.w, view, &outs, &ins);
     // The fault hook runs also after a failed pivot exchange, so planned crashes happen
     // whatever the others did.
     (job.mid)();
     for (r, v) in need.iter().zip(got?) {
-        let p = *v.first().ok_or_else(|| weft::EngineError::InvalidArg("empty pivot message".into()))?;
-        pivots.insert(*r, p);
+        // Empty only when its sender failed (the step then fails at its end).
+        pivots.insert(*r, v.first().copied().unwrap_or(u64::MAX));
     }
     // Exchange halves with the partner slots.
     let halves = |i: u32| -> (&[u64], &[u64]) {
@@ -123,7 +122,7 @@ pub fn sort_round(job: &Job, view: &View, store: &Store, round: u32) -> weft::Re
             ins.push(In { src: own[j as usize], tag: tag(EXCHANGE, i) });
         }
     }
-    let mut got = transfer(job.w, &view.comm, &view.members, &outs, &ins)?.into_iter();
+    let mut got = transfer(job.w, view, &outs, &ins)?.into_iter();
     let mut primary = BTreeMap::new();
     for &i in &mine {
         let j = i ^ bit;
@@ -161,8 +160,9 @@ impl Verdict {
 
 /// Final verification: every list sorted, each slot's last key ≤ the next non-empty slot's
 /// first, and the output the same multiset as the input (checksums of the output against
-/// checksums of the input regenerated from the seed, combined over the view by allreduce).
-pub fn verify(job: &Job, view: &View, store: &Store) -> weft::Result<Verdict> {
+/// checksums of the input regenerated from the seed, combined over the view).
+/// `None` at a process that is not a member of the view.
+pub fn verify(job: &Job, view: &View, store: &Store) -> weft::Result<Option<Verdict>> {
     let n = job.slots() as usize;
     // Per slot: [present, unsorted, len, first, last]; each slot is owned by one member.
     let mut table = vec![0u64; 5 * n];
@@ -178,24 +178,21 @@ pub fn verify(job: &Job, view: &View, store: &Store) -> weft::Result<Verdict> {
         inp.add(&Checksum::of(&generate(job.seed, job.keys, job.slots(), s)));
     }
     (job.mid)();
-    let c = &view.comm;
-    let mut all = vec![0u64; 5 * n];
-    let r = (|| {
-        c.allreduce(&table, &mut all, Op::Sum)?;
-        let sums = [out.count, out.sum, out.squares, inp.count, inp.sum, inp.squares];
-        let mut s = [0u64; 6];
-        c.allreduce(&sums, &mut s, Op::Sum)?;
-        let mut x = [0u64; 2];
-        c.allreduce(&[out.xor, inp.xor], &mut x, Op::Bxor)?;
-        Ok::<_, weft::Error>((s, x))
-    })();
-    let (s, x) = match r {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = c.revoke();
-            return Err(e);
-        }
+    let mut mine = table;
+    mine.extend_from_slice(&[
+        out.count,
+        out.sum,
+        out.squares,
+        inp.count,
+        inp.sum,
+        inp.squares,
+        out.xor,
+        inp.xor,
+    ]);
+    let Some(all) = combine(job, view, mine)? else {
+        return Ok(None);
     };
+    let (s, x) = (&all[5 * n..5 * n + 6], &all[5 * n + 6..]);
     let mut v = Verdict {
         count: s[0],
         output: Checksum { count: s[0], sum: s[1], squares: s[2], xor: x[0] },
@@ -206,7 +203,7 @@ pub fn verify(job: &Job, view: &View, store: &Store) -> weft::Result<Verdict> {
         min_len: u64::MAX,
     };
     let mut last: Option<u64> = None;
-    for t in all.chunks_exact(5) {
+    for t in all[..5 * n].chunks_exact(5) {
         // A slot missing from every member counts as unsorted (the table sum is 0 there).
         v.unsorted += t[1] + u64::from(t[0] != 1);
         v.max_len = v.max_len.max(t[2]);
@@ -218,5 +215,47 @@ pub fn verify(job: &Job, view: &View, store: &Store) -> weft::Result<Verdict> {
             last = Some(t[4]);
         }
     }
-    Ok(v)
+    Ok(Some(v))
+}
+
+/// Combine every member's verification vector at the lowest member (sums, except the last two
+/// words: xor) and hand the result back: point-to-point only, so that it works whether the
+/// view's communicator holds only the members or the whole world. `None` at a non-member.
+fn combine(job: &Job, view: &View, mine: Vec<u64>) -> weft::Result<Option<Vec<u64>>> {
+    let m = &view.members;
+    let Some(&leader) = m.first() else { return Ok(None) };
+    if !m.contains(&job.me) {
+        return Ok(None);
+    }
+    let others: Vec<u32> = m[1..].to_vec();
+    let all = if job.me == leader {
+        let ins: Vec<In> = others.iter().map(|&o| In { src: o, tag: tag(VERIFY, 0) }).collect();
+        let mut acc = mine;
+        for v in transfer(job.w, view, &[], &ins)? {
+            // A vector that did not arrive is empty (the step fails at its end).
+            let k = acc.len();
+            for (i, (a, b)) in acc.iter_mut().zip(v).enumerate() {
+                *a = if i + 2 >= k { *a ^ b } else { a.wrapping_add(b) };
+            }
+        }
+        let outs: Vec<Out> =
+            others.iter().map(|&o| Out { dst: o, tag: tag(VERIFY, 1), keys: &acc }).collect();
+        transfer(job.w, view, &outs, &[])?;
+        acc
+    } else {
+        transfer(job.w, view, &[Out { dst: leader, tag: tag(VERIFY, 0), keys: &mine }], &[])?;
+        let mut got = transfer(job.w, view, &[], &[In { src: leader, tag: tag(VERIFY, 1) }])?;
+        got.pop().unwrap_or_default()
+    };
+    view.outcome(Ok(()))?;
+    if all.len() != mine_len(job) {
+        return Err(
+            weft::EngineError::InvalidArg(format!("verification vector of {} words", all.len())).into()
+        );
+    }
+    Ok(Some(all))
+}
+
+fn mine_len(job: &Job) -> usize {
+    5 * job.slots() as usize + 8
 }

@@ -1,17 +1,73 @@
 //! View sources: who runs the next step of the sort. A view is the sorted list of member
-//! world ranks and a communicator whose rank k is member k. At the end of every step each
+//! world ranks and a communicator holding them: either one of the members alone (rank k is
+//! member k) or the world (rank = world rank). At the end of every step each
 //! member reports its local outcome; the source answers, identically at every member, whether
 //! the step is committed, and replaces the view when it is not.
 //!
-//! [`CrashSource`] recovers crashes only (ULFM): a failed step revokes the communicator, the
-//! members agree on the outcome, and a shrink gives the next view.
+//! [`CrashSource`] recovers crashes only (ULFM): the members agree on the outcome of each step,
+//! and after a failed one a shrink gives the next view.
+
+use std::cell::RefCell;
 
 use weft::{Comm, Weft};
+
+/// What a failed transfer does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum OnFault {
+    /// Revoke the communicator (every member's pending operations end) and fail the step.
+    Revoke,
+    /// Keep the communicator: finish the step with empty lists in place of what did not arrive
+    /// (every live member still sends and receives everything the step planned, so nobody
+    /// waits for a peer that gave up), and fail it at its end.
+    Finish,
+}
 
 /// The members of the current step and their communicator.
 pub struct View {
     pub members: Vec<u32>,
     pub comm: Comm,
+    /// True when `comm` is the world (rank = world rank), false when rank k is member k.
+    pub world_ranks: bool,
+    pub on_fault: OnFault,
+    /// With [`OnFault::Finish`]: the first error of the step, reported at its end.
+    pub fault: RefCell<Option<weft::Error>>,
+}
+
+impl View {
+    /// The communicator rank of member `w`.
+    pub fn rank_of(&self, w: u32) -> u32 {
+        if self.world_ranks {
+            w
+        } else {
+            self.members.binary_search(&w).expect("messages go only to members of the view") as u32
+        }
+    }
+
+    /// A failed communication: revoke and fail, or remember the error and carry on.
+    pub fn fault(&self, e: weft::Error) -> weft::Result<()> {
+        match self.on_fault {
+            OnFault::Revoke => {
+                let _ = self.comm.revoke();
+                Err(e)
+            }
+            OnFault::Finish => {
+                self.fault.borrow_mut().get_or_insert(e);
+                Ok(())
+            }
+        }
+    }
+
+    /// End of a step's work: its first remembered error, if any.
+    pub fn outcome<T>(&self, r: weft::Result<T>) -> weft::Result<T> {
+        match self.fault.borrow_mut().take() {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+
+    fn on_members(members: Vec<u32>, comm: Comm, on_fault: OnFault) -> View {
+        View { members, comm, world_ranks: false, on_fault, fault: RefCell::new(None) }
+    }
 }
 
 /// Decides, uniformly, whether a step is committed, and supplies the views.
@@ -28,12 +84,19 @@ pub trait ViewSource {
 fn members_of(comm: &Comm, me: u32) -> weft::Result<Vec<u32>> {
     let mut all = vec![0u32; comm.size() as usize];
     comm.allgather(&[me], &mut all)?;
+    if !all.windows(2).all(|p| p[0] < p[1]) {
+        return Err(
+            weft::EngineError::InvalidArg(format!("communicator ranks not in world order: {all:?}")).into()
+        );
+    }
     Ok(all)
 }
 
-/// Crash-only recovery by revoke + agree + shrink.
+/// Crash-only recovery by agree + shrink, with failed steps either revoking the communicator
+/// ([`OnFault::Revoke`], the ULFM pattern) or running to their end ([`OnFault::Finish`]).
 pub struct CrashSource {
     me: u32,
+    on_fault: OnFault,
     view: View,
     changes: u32,
 }
@@ -42,20 +105,22 @@ pub struct CrashSource {
 const MAX_SHRINKS: u32 = 64;
 
 impl CrashSource {
-    pub fn new(w: &Weft) -> Result<CrashSource, String> {
+    pub fn new(w: &Weft, on_fault: OnFault) -> Result<CrashSource, String> {
         let me = w.world().rank();
         let comm = w.world().dup().map_err(|e| format!("dup: {e}"))?;
         let members = members_of(&comm, me).map_err(|e| format!("allgather: {e}"))?;
-        Ok(CrashSource { me, view: View { members, comm }, changes: 0 })
+        Ok(CrashSource { me, on_fault, view: View::on_members(members, comm, on_fault), changes: 0 })
     }
 
     fn shrink(&mut self) -> Result<(), String> {
         for _ in 0..MAX_SHRINKS {
-            let _ = self.view.comm.revoke();
+            if self.on_fault == OnFault::Revoke {
+                let _ = self.view.comm.revoke();
+            }
             let comm = self.view.comm.shrink().map_err(|e| format!("shrink: {e}"))?;
             match members_of(&comm, self.me) {
                 Ok(members) => {
-                    self.view = View { members, comm };
+                    self.view = View::on_members(members, comm, self.on_fault);
                     self.changes += 1;
                     return Ok(());
                 }
@@ -73,7 +138,7 @@ impl ViewSource for CrashSource {
     }
 
     fn end_step(&mut self, ok: bool) -> Result<bool, String> {
-        if !ok {
+        if !ok && self.on_fault == OnFault::Revoke {
             let _ = self.view.comm.revoke();
         }
         if let Ok(1) = self.view.comm.agree(u64::from(ok)) {
