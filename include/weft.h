@@ -133,6 +133,32 @@ typedef struct weft_status {
 // Request handle.
 typedef uint64_t weft_request;
 
+// A test task: returns the result for `arg`; `ctx` is the pointer given at start. It must be
+// a pure function of `arg` (the tester compares the reply with its own result).
+typedef uint64_t (*weft_dgrp_task)(uint64_t arg, void *ctx);
+
+// Counters of this process's diagnosis.
+typedef struct weft_dgrp_stats {
+  // Test requests sent.
+  uint64_t tests;
+  // Tests passed.
+  uint64_t passed;
+  // Tests failed by a late reply or a timeout.
+  uint64_t late;
+  // Tests failed by a wrong result.
+  uint64_t wrong;
+  // Replies to tests no longer in flight, ignored.
+  uint64_t stale;
+  // Test requests this process answered.
+  uint64_t answered;
+  // Members this process found non-recommended.
+  uint64_t removals;
+  // Tests dropped because this process itself stalled.
+  uint64_t own_stalls;
+  // Round barriers completed.
+  uint64_t rounds;
+} weft_dgrp_stats;
+
 // A user-defined reduction (`MPI_User_function`): for `i < count`,
 // `inout[i] = input[i] ∘ inout[i]` over elements of type `dtype`, where `input` holds the
 // contribution of the lower ranks (the left operand). The buffers may be weft's scratch
@@ -406,6 +432,43 @@ int weft_comm_set_error_scope(weft_comm c, int scope);
 // Uniform mode on `c` (`on` ≠ 0): covered collectives (now: `weft_barrier`) are followed by an
 // implicit agreement so every member returns the same outcome.
 int weft_comm_set_uniform(weft_comm c, int on);
+
+// Start the diagnosis: testing interval in µs, threshold factor (2.5 in the paper), ζ good
+// tests before a rejoin (5). Every live process calls it with the same values. The test is
+// the number of primes up to 1000.
+int weft_dgrp_start(uint64_t interval_us, double factor, uint32_t zeta);
+
+// [`weft_dgrp_start`] with a pluggable test: the tested process computes `task(arg, ctx)`.
+//
+// # Safety
+// `task` must be safe to call with `arg` and `ctx` from this thread whenever weft makes
+// progress, until `weft_dgrp_stop` or `weft_finalize`.
+int weft_dgrp_start_with_task(uint64_t interval_us, double factor, uint32_t zeta, uint64_t arg, weft_dgrp_task task, void *ctx);
+
+// Stop the diagnosis here (call it everywhere, after a last round barrier).
+int weft_dgrp_stop(void);
+
+// This process's current view: up to `cap` world ranks into `ranks`, sorted; `*n` = the
+// view's size (may exceed `cap`).
+//
+// # Safety
+// `ranks` valid for `cap` writes (may be NULL when `cap` is 0); `n` valid for writes.
+int weft_dgrp_view(int *ranks, size_t cap, size_t *n);
+
+// Round barrier: every live process calls it; every caller gets the same view (as for
+// [`weft_dgrp_view`]) for the next computing round.
+//
+// # Safety
+// As for [`weft_dgrp_view`].
+int weft_dgrp_round_barrier(int *ranks, size_t cap, size_t *n);
+
+// Counters: up to `cap` per-rank event counters into `events` (even: recommended, odd:
+// not), `*n` = the world size, and `*stats` (may be NULL).
+//
+// # Safety
+// `events` valid for `cap` writes (may be NULL when `cap` is 0); `n` valid for writes;
+// `stats` NULL or valid for writes.
+int weft_dgrp_counters(uint32_t *events, size_t cap, size_t *n, struct weft_dgrp_stats *stats);
 
 // `*size` = bytes of one element of `dtype`.
 //

@@ -33,8 +33,10 @@ use crate::ops::OpsCore;
 use crate::{EngineError, Error, Weft};
 
 mod coll;
+mod dgrp;
 mod ft;
 pub use coll::*;
+pub use dgrp::*;
 pub use ft::*;
 
 /// Communicator handle.

@@ -24,6 +24,7 @@ pub mod capi;
 /// Collectives: blocking and non-blocking `impl Comm` methods, types and operations.
 pub mod coll;
 mod config;
+mod dgrp;
 mod error;
 mod ft;
 mod init;
@@ -35,6 +36,7 @@ mod topology;
 
 pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scope, Weft};
 pub use config::{Bind, Config, Key, ProgressMode, KEYS};
+pub use dgrp::{DgrpCounters, DgrpOptions, DgrpStats};
 pub use error::{EngineError, Error};
 pub use ft::{FtStats, ShrinkRequest};
 pub use topology::{bind_self, Nic, NumaNode, Topology};

@@ -30,6 +30,7 @@ fn generate_header() -> String {
         .with_config(cfg)
         .with_src(root().join("src/capi.rs"))
         .with_src(root().join("src/capi/ft.rs")) // FT section of the C ABI
+        .with_src(root().join("src/capi/dgrp.rs")) // DGRP section
         .with_src(root().join("src/capi/coll.rs")) // collectives section
         .with_src(expand_c_collectives()) // its `c_collectives!` table, which cbindgen skips
         .generate()
@@ -226,6 +227,24 @@ fn c_errors() {
     let (out, err) = run_job(&exe);
     assert_every_rank(&out, "errors:", "ok");
     assert!(!err.contains("errors: rank"), "stderr:\n{err}");
+}
+
+#[test]
+fn c_dgrp() {
+    let exe = compile("tests/c/dgrp.c");
+    let (out, err) = run_job(&exe);
+    assert_every_rank(&out, "dgrp:", "ok");
+    assert!(!err.contains("dgrp: rank"), "stderr:\n{err}");
+    // Every rank returned the same view from each round barrier.
+    for k in 0..6 {
+        let views: Vec<&str> = out
+            .lines()
+            .filter(|l| l.contains(&format!(" round {k} view ")))
+            .map(|l| l.rsplit(" view ").next().unwrap())
+            .collect();
+        assert_eq!(views.len(), RANKS, "round {k}: stdout:\n{out}");
+        assert!(views.iter().all(|v| *v == views[0]), "round {k}: views differ: stdout:\n{out}");
+    }
 }
 
 /// Every collective through the C ABI, results checked against values computed in C.

@@ -166,9 +166,9 @@ struct Glue {
     pool: CtxPool,
     det: Option<Detector>,
     stats: FtStats,
-    /// Outcome of the blocking agreement in progress (there is at most one: it blocks the
+    /// Decision of the blocking agreement in progress (there is at most one: it blocks the
     /// only thread that uses this engine).
-    blocked: Option<std::result::Result<u64, (u64, Vec<u32>)>>,
+    blocked: Option<Value>,
     /// Encoding buffer, reused for every message sent.
     buf: Vec<u8>,
 }
@@ -313,17 +313,41 @@ impl Ft {
     /// (failures not acknowledged by every member). Waits on the engine directly, without an
     /// engine request.
     pub fn agree(&self, e: &mut Ext, c: CommId, flag: &mut u64) -> Result<()> {
-        // `blocked` is empty here: the loop below takes every outcome it waits for.
         self.start_agree(e, c, *flag, |_| Ok((Local::Blocking, ())))?;
+        let (v, r) = match self.wait_blocked(e).outcome() {
+            Ok(v) => (v, Ok(())),
+            Err((v, ranks)) => (v, Err(Error::ProcFailed { ranks })),
+        };
+        *flag = v;
+        r
+    }
+
+    /// Blocking agreement on a whole [`Value`] — AND of the flags, max of the context ids,
+    /// union of `failed`, intersection of `acked` — returning the decision as it is, for a
+    /// protocol that encodes its own sets in it (the DGRP round barrier). The agreement adds
+    /// the ranks of `c` that fail to `failed`; no acknowledgement rule applies.
+    pub fn agree_value(&self, e: &mut Ext, c: CommId, v: Value) -> Result<Value> {
+        if !v.is_canonical() {
+            return Err(Error::InvalidArg(
+                "agreement value: rank lists must be sorted, without duplicates".into(),
+            ));
+        }
+        self.activate(e);
+        {
+            let mut g = self.st.borrow_mut();
+            let ctx = g.info(e, c)?;
+            g.start(e, ctx, Local::Blocking, v);
+        }
+        Ok(self.wait_blocked(e))
+    }
+
+    /// Wait for the decision of the blocking agreement just started (`blocked` is empty
+    /// before: every blocking agreement takes its decision here).
+    fn wait_blocked(&self, e: &mut Ext) -> Value {
         let mut spins = 0;
         loop {
-            if let Some(r) = self.st.borrow_mut().blocked.take() {
-                let (v, r) = match r {
-                    Ok(v) => (v, Ok(())),
-                    Err((v, ranks)) => (v, Err(Error::ProcFailed { ranks })),
-                };
-                *flag = v;
-                return r;
+            if let Some(v) = self.st.borrow_mut().blocked.take() {
+                return v;
             }
             e.idle_wait_ctrl(&mut spins);
         }
@@ -806,7 +830,7 @@ fn complete(
     e: &mut Ext,
     info: &CommInfo,
     pool: &mut CtxPool,
-    blocked: &mut Option<std::result::Result<u64, (u64, Vec<u32>)>>,
+    blocked: &mut Option<Value>,
     v: Value,
     local: Local,
 ) {
@@ -820,7 +844,7 @@ fn complete(
         }
     }
     match local {
-        Local::Blocking => *blocked = Some(v.outcome()),
+        Local::Blocking => *blocked = Some(v),
         Local::Agree { req, out } => {
             let res = match v.outcome() {
                 Ok(f) => {

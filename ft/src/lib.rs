@@ -17,15 +17,19 @@
 //! | [`shrink`] | shrink on top of the agreement: agreed failed set + agreed new context id |
 //! | [`detector`] | observation-ring heartbeat detector ("Failure Detection and Propagation in HPC Systems", Bosilca et al., SC16) with reliable broadcast of findings |
 //! | [`wire`] | message encoding; malformed input is rejected, never a panic |
+//! | [`dgrp_glue`] | drives the DGRP diagnosis from the engine: handler and slow-path activity installed only while it runs, round barrier by agreement |
 //! | [`glue`] | message-class handlers, one activity, generic requests: drives the above from the engine |
 
 pub mod agree;
 pub mod detector;
+pub mod dgrp;
+pub mod dgrp_glue;
 pub mod glue;
 pub mod revoke;
 pub mod shrink;
 pub mod wire;
 
+pub use dgrp_glue::{DgrpCounters, DgrpGlue};
 pub use glue::{AgreePath, Ft, FtOptions, FtStats};
 
 /// Message classes of the FT protocols (engine classes ≥ `class::FIRST_FREE`; 16..=39 are
@@ -39,6 +43,8 @@ pub mod class {
     pub const HEARTBEAT: u8 = 42;
     /// A detector finding (failed world rank), reliably broadcast.
     pub const FINDING: u8 = 43;
+    /// Diagnosis of the dynamic group of recommended processes (tests, replies, events).
+    pub const DGRP: u8 = 44;
 }
 
 /// A small set of ranks: a sorted `Vec` without duplicates. Per-instance failure knowledge is

@@ -2,7 +2,7 @@
 //! It owns the event loop, the network and failure model and the run configuration (this
 //! module), the scenarios and their invariant checks ([`proto`]), scale runs and their fits
 //! ([`scale`]), and the gossip failure detection and consensus protocols with their driver
-//! ([`gossip`]). The `weft-sim` binary is its command line. It lives outside `weft-ft` so
+//! ([`gossip`]), and the DGRP diagnosis scenario ([`dgrp`]). The `weft-sim` binary is its command line. It lives outside `weft-ft` so
 //! that the library the applications link carries no simulator.
 //!
 //! It drives the **production** state machines — [`weft_ft::agree::Era`],
@@ -31,6 +31,7 @@
 //! - **Reproducibility**: every processed event is folded into a 64-bit trace hash; the same
 //!   config (protocol, n, seed, mode, failures, model) gives the same hash.
 
+pub mod dgrp;
 pub mod gossip;
 pub mod proto;
 pub mod scale;

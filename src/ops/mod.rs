@@ -25,6 +25,7 @@ use crate::{Config, Error, Result};
 
 mod coll;
 mod comm;
+mod dgrp;
 mod ft;
 mod p2p;
 
@@ -39,6 +40,8 @@ pub struct OpsCore {
     cfg: Config,
     finalized: Cell<bool>,
     ft: weft_ft::Ft,
+    /// The DGRP diagnosis: nothing is installed on the engine until it starts.
+    dgrp: weft_ft::DgrpGlue,
     coll: RefCell<weft_coll::Coll>,
 }
 
@@ -55,6 +58,7 @@ impl OpsCore {
             cfg,
             finalized: Cell::new(false),
             ft,
+            dgrp: weft_ft::DgrpGlue::new(),
             coll: RefCell::new(coll),
         })
     }

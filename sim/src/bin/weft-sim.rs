@@ -4,6 +4,8 @@
 //! weft-sim run   --protocol era --n 1048576 --seed 7 --mode during --failures 16
 //! weft-sim scale --protocol revoke --from 10 --to 20 [--csv]
 //! weft-sim fuzz  --protocol era --seeds 1000 --max-log 14
+//! weft-sim dgrp  --n 16 --seed 3 --slowed 4 --crashes 2 [--planted]
+//! weft-sim dgrp-latency --from 4 --to 16
 //! ```
 //! Every run prints its seed and trace hash; the same command gives the same hash. A violated
 //! invariant prints the seed and the replay command, and exits with status 1.
@@ -109,6 +111,38 @@ impl Model {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// One DGRP run (slowdowns and crashes), invariants checked.
+    Dgrp {
+        #[arg(long, default_value_t = 16)]
+        n: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 160)]
+        intervals: u32,
+        #[arg(long, default_value_t = 4)]
+        barrier_every: u32,
+        #[arg(long, default_value_t = 5)]
+        zeta: u32,
+        #[arg(long, default_value_t = 2.5)]
+        factor: f64,
+        #[arg(long, default_value_t = 2)]
+        slowed: u32,
+        #[arg(long, default_value_t = 1)]
+        crashes: u32,
+        /// Plant the bug: one member skips the rejoin agreement.
+        #[arg(long)]
+        planted: bool,
+    },
+    /// DGRP diagnosis latency in testing rounds for N = 2^from … 2^to (one member slowed
+    /// beyond the threshold from round 4 to 12).
+    DgrpLatency {
+        #[arg(long, default_value_t = 4)]
+        from: u32,
+        #[arg(long, default_value_t = 16)]
+        to: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// One run, invariants checked.
     Run {
         /// era | shrink | revoke | detector | gossip-fm | gossip-hfl | gossip-3p
@@ -175,9 +209,77 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
         .ok_or_else(|| format!("unknown mode {s}; one of {}", Mode::ALL.map(|p| p.name()).join(", ")))
 }
 
+/// Print one run's report (or its violation, then `on_fail`) and its exit status.
+fn outcome<R: std::fmt::Display, E: std::fmt::Display>(
+    r: Result<R, E>,
+    t: Instant,
+    on_fail: impl FnOnce(),
+) -> ExitCode {
+    match r {
+        Ok(r) => {
+            println!("{r}");
+            println!("wall {:.2}s; all invariants hold", t.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
+        Err(v) => {
+            println!("{v}");
+            on_fail();
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Dgrp { n, seed, intervals, barrier_every, zeta, factor, slowed, crashes, planted } => {
+            let c = weft_sim::dgrp::DgrpConfig {
+                n,
+                seed,
+                intervals,
+                barrier_every,
+                zeta,
+                factor,
+                slowed,
+                crashes,
+                planted,
+                fixed: None,
+                net: Default::default(),
+            };
+            println!("weft-sim dgrp: {}", c.replay_command());
+            let t = Instant::now();
+            outcome(weft_sim::dgrp::run_dgrp(&c), t, || {})
+        }
+        Cmd::DgrpLatency { from, to, seed } => {
+            println!("dgrp diagnosis latency (testing rounds); one member slowed from round 4 to 12, ζ = 5, factor 2.5");
+            println!(
+                "{:>8} {:>16} {:>16} {:>12} {:>12} {:>8}",
+                "N", "removal(rounds)", "ready(rounds)", "final view", "msgs/proc/rnd", "wall(s)"
+            );
+            for log in from..=to.min(16) {
+                let n = 1u32 << log;
+                let t = Instant::now();
+                match weft_sim::dgrp::latency_row(n, seed) {
+                    Ok(r) => {
+                        let first = |v: &[u32]| v.first().map_or("-".to_string(), |x| x.to_string());
+                        println!(
+                            "{:>8} {:>16} {:>16} {:>12} {:>12.2} {:>8.2}",
+                            n,
+                            first(&r.removal_rounds),
+                            first(&r.ready_rounds),
+                            r.final_view.map_or("-".to_string(), |v| v.to_string()),
+                            r.msgs as f64 / n as f64 / 24.0,
+                            t.elapsed().as_secs_f64()
+                        );
+                    }
+                    Err(v) => {
+                        println!("{v}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
         Cmd::Run { protocol, n, seed, mode, failures, model } => {
             let seed = seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
@@ -201,20 +303,11 @@ fn main() -> ExitCode {
                 c.skew
             );
             let t = Instant::now();
-            match run(&c) {
-                Ok(r) => {
-                    println!("{r}");
-                    println!("wall {:.2}s; all invariants hold", t.elapsed().as_secs_f64());
-                    ExitCode::SUCCESS
+            outcome(run(&c), t, || {
+                if model.overridden() {
+                    println!("  (add the same network-model flags to the replay command)");
                 }
-                Err(v) => {
-                    println!("{v}");
-                    if model.overridden() {
-                        println!("  (add the same network-model flags to the replay command)");
-                    }
-                    ExitCode::FAILURE
-                }
-            }
+            })
         }
         Cmd::Scale { protocol, from, to, seed, mode, failures, csv, model } => {
             let gossip = protocol.is_gossip();
