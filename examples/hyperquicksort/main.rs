@@ -10,8 +10,14 @@
 //! [--no-checkpoint]` (the last one: no copies on buddies, a plain sort that stops with a lost
 //! list at the first failure; the reference for the checkpoints' cost).
 //!
+//! DGRP: `--source dgrp [--interval-ms 200] [--factor 2.5] [--zeta 5] [--no-rejoin]`, with
+//! slow-downs `--stop W@R:SECS` (SIGSTOP bursts) or `--busy W@R:SECS` (a competing busy
+//! process) from step R on.
+//!
 //! Sources: `crash` (default) revokes the communicator on a failed transfer, the ULFM
-//! pattern; `crash-finish` never revokes: a member that meets a failure still runs its step
+//! pattern; `dgrp` takes each step's view from the diagnosis's round barrier (processes found
+//! slow leave, and rejoin once tested good ζ times unless `--no-rejoin`; crashed ones leave for
+//! good); `crash-finish` never revokes: a member that meets a failure still runs its step
 //! to the end with empty lists in place of the lost ones, then the agreement fails the step
 //! (the way a step must end when the view's communicator is the world and cannot be revoked).
 //!
@@ -30,10 +36,10 @@ mod view;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use faults::{maybe_kill, Kill};
+use faults::{maybe_kill, maybe_slow, Kill, Slow};
 use placement::{plan, wanted, Placement, Store};
 use steps::{generate_step, sort_round, verify, Job, Verdict};
-use view::{CrashSource, OnFault, ViewSource};
+use view::{CrashSource, DgrpSource, OnFault, ViewSource};
 
 /// Attempts of one step before the sort gives up.
 const MAX_ATTEMPTS: u32 = 64;
@@ -44,6 +50,10 @@ struct Args {
     kills: Vec<Kill>,
     copies: bool,
     on_fault: OnFault,
+    /// `Some` for the DGRP source.
+    dgrp: Option<weft::DgrpOptions>,
+    rejoin: bool,
+    slows: Vec<Slow>,
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {
@@ -59,7 +69,18 @@ fn parse_count(s: &str) -> Result<u64, String> {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { keys: 1 << 20, seed: 1, kills: Vec::new(), copies: true, on_fault: OnFault::Revoke };
+    let mut a = Args {
+        keys: 1 << 20,
+        seed: 1,
+        kills: Vec::new(),
+        copies: true,
+        on_fault: OnFault::Revoke,
+        dgrp: None,
+        rejoin: true,
+        slows: Vec::new(),
+    };
+    let mut opts =
+        weft::DgrpOptions { interval: std::time::Duration::from_millis(200), ..Default::default() };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{k} needs a value"));
@@ -71,10 +92,26 @@ fn parse_args() -> Result<Args, String> {
             "--source" => match val()?.as_str() {
                 "crash" => a.on_fault = OnFault::Revoke,
                 "crash-finish" => a.on_fault = OnFault::Finish,
-                s => return Err(format!("--source {s:?}: expected crash or crash-finish")),
+                "dgrp" => a.dgrp = Some(opts),
+                s => return Err(format!("--source {s:?}: expected crash, crash-finish or dgrp")),
             },
+            "--interval-ms" => {
+                let ms: u64 =
+                    val()?.parse().map_err(|_| "--interval-ms: expected milliseconds".to_string())?;
+                opts.interval = std::time::Duration::from_millis(ms);
+            }
+            "--factor" => {
+                opts.factor = val()?.parse().map_err(|_| "--factor: expected a number".to_string())?
+            }
+            "--zeta" => opts.zeta = val()?.parse().map_err(|_| "--zeta: expected a count".to_string())?,
+            "--no-rejoin" => a.rejoin = false,
+            "--stop" => a.slows.push(Slow::parse(&val()?, true)?),
+            "--busy" => a.slows.push(Slow::parse(&val()?, false)?),
             _ => return Err(format!("unknown argument {k:?}")),
         }
+    }
+    if a.dgrp.is_some() {
+        a.dgrp = Some(opts);
     }
     Ok(a)
 }
@@ -113,6 +150,16 @@ fn report(stop: Stop) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// End a step at the view source; print the new view when it changed.
+fn end_step(src: &mut dyn ViewSource, ok: bool, me: u32, step: u32) -> Result<bool, Stop> {
+    let before = src.changes();
+    let committed = src.end_step(ok).map_err(Stop::CannotGoOn)?;
+    if src.changes() != before {
+        println!("hyperquicksort: rank {me} view after step {step}: {:?}", src.view().members);
+    }
+    Ok(committed)
+}
+
 fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
     let world = w.world();
     let (me, n) = (world.rank(), world.size());
@@ -120,7 +167,16 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
         return Err(Stop::Usage(format!("{n} ranks: the hypercube needs a power of two up to 65536")));
     }
     let dim = n.trailing_zeros();
-    let mut src = CrashSource::new(w, args.on_fault).map_err(Stop::CannotGoOn)?;
+    let mut src: Box<dyn ViewSource + '_> = match args.dgrp {
+        Some(opts) => Box::new(DgrpSource::new(w, opts, args.rejoin).map_err(Stop::CannotGoOn)?),
+        None => Box::new(CrashSource::new(w, args.on_fault).map_err(Stop::CannotGoOn)?),
+    };
+    // With the diagnosis on, long computations give the engine a turn every CHUNK keys.
+    let tick = || {
+        w.progress();
+    };
+    let no_tick = || {};
+    let tick: &dyn Fn() = if args.dgrp.is_some() { &tick } else { &no_tick };
     let t0 = Instant::now();
     let mut place = Placement::Initial;
     let mut store = Store::default();
@@ -136,13 +192,14 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
             attempts += 1;
             let view = src.view();
             // Move the committed lists to the placement this view wants.
-            match plan(dim, &place, &view.members, args.copies) {
+            match plan(dim, &place, &view.members, &src.alive(), args.copies) {
                 Err(lost) => return Err(Stop::CannotGoOn(lost.to_string())),
                 Ok(None) => {}
                 Ok(Some(mv)) => {
                     let r = mv.run(w, view, me, &store);
                     let ok = r.is_ok();
-                    if !src.end_step(ok).map_err(Stop::CannotGoOn)? {
+                    let committed = end_step(&mut *src, ok, me, step)?;
+                    if !committed {
                         attempt += 1;
                         continue;
                     }
@@ -150,9 +207,11 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
                     place = mv.to;
                 }
             }
+            maybe_slow(&args.slows, me, step, attempt).map_err(Stop::CannotGoOn)?;
             let view = src.view();
             let mid = || maybe_kill(&args.kills, me, step, attempt);
-            let job = Job { w, me, dim, keys: args.keys, seed: args.seed, copies: args.copies, mid: &mid };
+            let job =
+                Job { w, me, dim, keys: args.keys, seed: args.seed, copies: args.copies, mid: &mid, tick };
             let done = if step == 0 {
                 generate_step(&job, view).map(Some)
             } else if step <= dim {
@@ -168,7 +227,7 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
                 eprintln!("hqs: rank {me} step {step} attempt {attempt}: {:?}", done.as_ref().err());
             }
             let members = view.members.clone();
-            if src.end_step(ok).map_err(Stop::CannotGoOn)? {
+            if end_step(&mut *src, ok, me, step)? {
                 if let Some(next) = done.expect("committed steps succeeded everywhere") {
                     store = next;
                     place = wanted(dim, &members, args.copies);
@@ -181,6 +240,16 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
             sorted_at = Instant::now();
         }
     }
+    if args.dgrp.is_some() {
+        // Counters before stopping (they are gone after).
+        if let Ok(c) = w.dgrp_counters() {
+            println!(
+                "hyperquicksort: rank {me} diagnosis tests {} passed {} late {} removals {} answered {}",
+                c.stats.tests, c.stats.passed, c.stats.late, c.stats.removals, c.stats.answered
+            );
+        }
+    }
+    src.finish().map_err(Stop::CannotGoOn)?;
     let view = src.view();
     let Some(v) = verdict else {
         println!("hyperquicksort: rank {me} is not a member of the final view {:?}", view.members);

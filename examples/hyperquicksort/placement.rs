@@ -2,8 +2,9 @@
 //! committed list is held twice: by its holder (the slot's owner when it was committed) and
 //! by a backup (that owner's buddy), in memory. A new view moves each list to the slot's new
 //! owner and a copy to the new owner's buddy, taking it from the holder if it is a member,
-//! else from the backup. A list is lost only when its holder and its backup both left the
-//! view before the next commit; the sort then stops with [`Lost`].
+//! else from the backup if it is one, else from whichever of the two is still alive (a process
+//! that left the view for being slow still has its lists). A list is lost only when its holder
+//! and its backup both crashed before the next commit; the sort then stops with [`Lost`].
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -48,7 +49,7 @@ impl std::fmt::Display for Lost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "slot {}'s list is lost: its holder {} and its backup {:?} both left the view before a commit",
+            "slot {}'s list is lost: its holder {} and its backup {:?} both were lost before a commit",
             self.slot, self.holder, self.backup
         )
     }
@@ -69,8 +70,15 @@ pub struct Move {
     sends: Vec<(u32, u32, u32, bool)>,
 }
 
-/// Plan the move of `from` to the placement of `view`; `None` when nothing moves.
-pub fn plan(dim: u32, from: &Placement, view: &[u32], copies: bool) -> Result<Option<Move>, Lost> {
+/// Plan the move of `from` to the placement of `view`; `None` when nothing moves. `alive`
+/// (sorted) are the processes every member agrees are alive (at least the view).
+pub fn plan(
+    dim: u32,
+    from: &Placement,
+    view: &[u32],
+    alive: &[u32],
+    copies: bool,
+) -> Result<Option<Move>, Lost> {
     let Placement::Held { holder, backup } = from else {
         return Ok(None);
     };
@@ -82,13 +90,13 @@ pub fn plan(dim: u32, from: &Placement, view: &[u32], copies: bool) -> Result<Op
     let mut sends = Vec::new();
     for slot in 0..holder.len() {
         let (h, b) = (holder[slot], backup[slot]);
-        let src = if is_member(view, h) {
-            h
-        } else if let Some(b) = b.filter(|&b| is_member(view, b)) {
-            b
-        } else {
-            return Err(Lost { slot: slot as u32, holder: h, backup: b });
-        };
+        let in_view = |x: &u32| is_member(view, *x);
+        let living = |x: &u32| is_member(alive, *x);
+        let src = [Some(h).filter(in_view), b.filter(in_view), Some(h).filter(living), b.filter(living)]
+            .into_iter()
+            .flatten()
+            .next()
+            .ok_or(Lost { slot: slot as u32, holder: h, backup: b })?;
         if nh[slot] != h && nh[slot] != src {
             sends.push((src, nh[slot], slot as u32, true));
         }

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use weft::Weft;
 
 use crate::hypercube::{buddy, owners};
-use crate::keys::{generate, median, merge, split, Checksum};
+use crate::keys::{generate, median, merge, radix_sort, split, Checksum};
 use crate::placement::{List, Store};
 use crate::transfer::{tag, transfer, In, Out, CHECKPOINT, EXCHANGE, PIVOT, VERIFY};
 use crate::view::View;
@@ -26,6 +26,9 @@ pub struct Job<'a> {
     pub copies: bool,
     /// Called in the middle of a step (after its first communication): fault injection.
     pub mid: &'a dyn Fn(),
+    /// Called every [`crate::keys::CHUNK`] keys of a long computation (progress for the
+    /// diagnosis when it is on).
+    pub tick: &'a dyn Fn(),
 }
 
 impl Job<'_> {
@@ -59,8 +62,8 @@ pub fn generate_step(job: &Job, view: &View) -> weft::Result<Store> {
     let own = owners(job.dim, &view.members).expect("non-empty view");
     let mut primary = BTreeMap::new();
     for s in (0..job.slots()).filter(|&s| own[s as usize] == job.me) {
-        let mut l = generate(job.seed, job.keys, job.slots(), s);
-        l.sort_unstable();
+        let mut l = generate(job.seed, job.keys, job.slots(), s, job.tick);
+        radix_sort(&mut l, job.tick);
         primary.insert(s, Rc::new(l));
     }
     (job.mid)();
@@ -128,9 +131,9 @@ pub fn sort_round(job: &Job, view: &View, store: &Store, round: u32) -> weft::Re
         let j = i ^ bit;
         let (keep, _) = halves(i);
         let merged = if own[j as usize] == job.me {
-            merge(keep, halves(j).1)
+            merge(keep, halves(j).1, job.tick)
         } else {
-            merge(keep, &got.next().expect("one list per partner"))
+            merge(keep, &got.next().expect("one list per partner"), job.tick)
         };
         primary.insert(i, Rc::new(merged));
     }
@@ -174,8 +177,8 @@ pub fn verify(job: &Job, view: &View, store: &Store) -> weft::Result<Option<Verd
         t[2] = l.len() as u64;
         t[3] = l.first().copied().unwrap_or(0);
         t[4] = l.last().copied().unwrap_or(0);
-        out.add(&Checksum::of(l));
-        inp.add(&Checksum::of(&generate(job.seed, job.keys, job.slots(), s)));
+        out.add(&Checksum::of(l, job.tick));
+        inp.add(&Checksum::of(&generate(job.seed, job.keys, job.slots(), s, job.tick), job.tick));
     }
     (job.mid)();
     let mut mine = table;

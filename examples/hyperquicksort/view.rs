@@ -78,6 +78,14 @@ pub trait ViewSource {
     fn end_step(&mut self, ok: bool) -> Result<bool, String>;
     /// How many times the view changed.
     fn changes(&self) -> u32;
+    /// Processes every member agrees are alive, sorted (at least the view's members).
+    fn alive(&self) -> Vec<u32> {
+        self.view().members.clone()
+    }
+    /// After the last step.
+    fn finish(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The member list of `comm`: every member's world rank, gathered.
@@ -150,5 +158,101 @@ impl ViewSource for CrashSource {
 
     fn changes(&self) -> u32 {
         self.changes
+    }
+}
+
+/// Views of recommended processes: the diagnosis (DGRP) runs in the engine; the round barrier
+/// between two steps gives the view every process uses next. Steps run on the world
+/// communicator and run to their end after a fault ([`OnFault::Finish`]); the outcome is agreed
+/// over the world (members and non-members alike, so a process that left and comes back has
+/// followed every commit). Without rejoin, a process that left once gets no more work.
+pub struct DgrpSource<'w> {
+    w: &'w Weft,
+    view: View,
+    rejoin: bool,
+    /// Processes that left the view once (kept out when `rejoin` is off).
+    left: std::collections::BTreeSet<u32>,
+    /// Agreed alive processes (from the last successful outcome agreement).
+    alive: Vec<u32>,
+    changes: u32,
+}
+
+/// Worlds up to this size agree on who is alive along with each step's outcome (one bit per
+/// rank beside the outcome bit of the agreement's word); larger ones take only members' lists.
+const ALIVE_BITS: u32 = 63;
+
+impl<'w> DgrpSource<'w> {
+    pub fn new(w: &'w Weft, opts: weft::DgrpOptions, rejoin: bool) -> Result<DgrpSource<'w>, String> {
+        w.dgrp_start(opts).map_err(|e| format!("dgrp_start: {e}"))?;
+        let members = w.dgrp_round_barrier().map_err(|e| format!("round barrier: {e}"))?;
+        let view = View {
+            members,
+            comm: w.world(),
+            world_ranks: true,
+            on_fault: OnFault::Finish,
+            fault: RefCell::new(None),
+        };
+        let alive = view.members.clone();
+        Ok(DgrpSource { w, view, rejoin, left: Default::default(), alive, changes: 0 })
+    }
+}
+
+impl ViewSource for DgrpSource<'_> {
+    fn view(&self) -> &View {
+        &self.view
+    }
+
+    fn end_step(&mut self, ok: bool) -> Result<bool, String> {
+        let world = &self.view.comm;
+        // A crash known here must not fail the agreement itself; one not yet known everywhere
+        // fails it uniformly (the step is then retried).
+        let _ = world.ack_failed();
+        // One agreement: bit 63 = every member succeeded, bit r = nobody knows rank r failed.
+        let n = world.size();
+        let failed = self.w.failed_world_ranks();
+        let mut word = u64::from(ok) << 63;
+        for r in (0..n.min(ALIVE_BITS)).filter(|r| !failed.contains(r)) {
+            word |= 1 << r;
+        }
+        let agreed = world.agree(word);
+        let committed = matches!(agreed, Ok(v) if v >> 63 == 1);
+        if let Ok(v) = agreed {
+            if n <= ALIVE_BITS {
+                self.alive = (0..n).filter(|r| v & (1 << r) != 0).collect();
+            }
+        }
+        let barrier = self.w.dgrp_round_barrier().map_err(|e| format!("round barrier: {e}"))?;
+        for &m in &self.view.members {
+            if !barrier.contains(&m) {
+                self.left.insert(m);
+            }
+        }
+        let mut members: Vec<u32> =
+            barrier.iter().copied().filter(|m| self.rejoin || !self.left.contains(m)).collect();
+        if members.is_empty() {
+            // Every recommended process left once: the recommended ones work again.
+            members = barrier;
+        }
+        if members != self.view.members {
+            self.changes += 1;
+            self.view.members = members;
+        }
+        if n > ALIVE_BITS {
+            self.alive = self.view.members.clone();
+        }
+        Ok(committed)
+    }
+
+    fn changes(&self) -> u32 {
+        self.changes
+    }
+
+    fn alive(&self) -> Vec<u32> {
+        self.alive.clone()
+    }
+
+    /// Stop the diagnosis (the last step ended with a round barrier).
+    fn finish(&self) -> Result<(), String> {
+        self.w.dgrp_stop().map_err(|e| format!("dgrp_stop: {e}"))
     }
 }
