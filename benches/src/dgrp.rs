@@ -8,8 +8,11 @@
 //! Scenarios: `plain` (no checkpoint copies: the sort alone, with one agreement per step),
 //! `crash-ff` (checkpoints on buddies, revoke + shrink recovery, no fault), `crash-1`,
 //! `crash-half`, `crash-all-but-one` (1, N/2 and N−1 ranks SIGKILLed one after the other, spread
-//! over the sorting rounds). Sorting on a view of recommended processes (DGRP) is not part of
-//! this build: the DGRP rows are reported as absent.
+//! over the sorting rounds), `crash-slow-1` (one rank slowed by SIGSTOP bursts: revoke + shrink
+//! cannot take its work away); the same on views of recommended processes: `dgrp-ff` (the
+//! diagnosis on, no fault: its overhead against `crash-ff`), `dgrp-crash-*`, and `dgrp-slow-1`,
+//! `dgrp-slow-half`, `dgrp-slow-all-but-one` (SIGSTOP bursts from the first sorting round for
+//! `--slow-secs`) with rejoin and, suffixed `-norejoin`, without.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -36,13 +39,15 @@ pub struct DgrpCli {
     /// Jobs per scenario (median reported); scenarios are interleaved.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub reps: u32,
-    /// Scenarios (default all): plain,crash-ff,crash-1,crash-half,crash-all-but-one.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "plain,crash-ff,crash-1,crash-half,crash-all-but-one"
-    )]
+    /// Scenarios, comma-separated (default `all`; the table in benches/README.md).
+    #[arg(long, value_delimiter = ',', default_value = "all")]
     pub bench: Vec<String>,
+    /// Length of the SIGSTOP bursts of the slow-down scenarios, in seconds.
+    #[arg(long, default_value_t = 8.0)]
+    pub slow_secs: f64,
+    /// Testing interval of the diagnosis, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub interval_ms: u64,
     /// Seed of the keys.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -54,21 +59,48 @@ pub struct DgrpCli {
     pub csv: bool,
 }
 
-/// A scenario: its name and the ranks it kills, in order.
+/// A scenario: its name, its view source and the ranks it kills or slows.
 struct Scenario {
-    name: &'static str,
+    name: String,
     checkpoint: bool,
+    dgrp: bool,
+    rejoin: bool,
     victims: Vec<u32>,
+    /// Victims are slowed (SIGSTOP bursts) instead of killed.
+    slow: bool,
 }
 
 fn scenarios(n: u32) -> Vec<Scenario> {
-    vec![
-        Scenario { name: "plain", checkpoint: false, victims: vec![] },
-        Scenario { name: "crash-ff", checkpoint: true, victims: vec![] },
-        Scenario { name: "crash-1", checkpoint: true, victims: vec![n - 1] },
-        Scenario { name: "crash-half", checkpoint: true, victims: (0..n).filter(|r| r % 2 == 1).collect() },
-        Scenario { name: "crash-all-but-one", checkpoint: true, victims: (1..n).collect() },
-    ]
+    let sets: [(&str, Vec<u32>); 3] = [
+        ("1", vec![n - 1]),
+        ("half", (0..n).filter(|r| r % 2 == 1).collect()),
+        ("all-but-one", (1..n).collect()),
+    ];
+    let s = |name: String, checkpoint, dgrp, rejoin, victims: Vec<u32>, slow| Scenario {
+        name,
+        checkpoint,
+        dgrp,
+        rejoin,
+        victims,
+        slow,
+    };
+    let mut v = vec![
+        s("plain".into(), false, false, true, vec![], false),
+        s("crash-ff".into(), true, false, true, vec![], false),
+    ];
+    for (k, set) in &sets {
+        v.push(s(format!("crash-{k}"), true, false, true, set.clone(), false));
+    }
+    v.push(s("crash-slow-1".into(), true, false, true, vec![n - 1], true));
+    v.push(s("dgrp-ff".into(), true, true, true, vec![], false));
+    for (k, set) in &sets {
+        v.push(s(format!("dgrp-crash-{k}"), true, true, true, set.clone(), false));
+    }
+    for (k, set) in &sets {
+        v.push(s(format!("dgrp-slow-{k}"), true, true, true, set.clone(), true));
+        v.push(s(format!("dgrp-slow-{k}-norejoin"), true, true, false, set.clone(), true));
+    }
+    v
 }
 
 /// `--kill` arguments: victim j dies in sorting round 1 + j mod dim, on attempt j / dim of
@@ -94,8 +126,17 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
 }
 
-/// Check a job's output: every survivor verified, on the expected final view.
-fn check(stdout: &str, survivors: &[u32]) -> Result<Run, String> {
+/// Check a job's output: every survivor verified, on the expected final view (`None`: every
+/// member of whatever final view the job ended on).
+fn check(stdout: &str, survivors: Option<&[u32]>) -> Result<Run, String> {
+    let line = stdout.lines().find(|l| l.starts_with("hyperquicksort: SORTED")).ok_or("no SORTED line")?;
+    let listed: Vec<u32> = line
+        .split("members=[")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .map(|v| v.split(", ").filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default();
+    let survivors = survivors.unwrap_or(&listed);
     let members = format!("members={survivors:?}");
     for r in survivors {
         let line = stdout
@@ -106,7 +147,6 @@ fn check(stdout: &str, survivors: &[u32]) -> Result<Run, String> {
             return Err(format!("rank {r} ended on another view: {line}"));
         }
     }
-    let line = stdout.lines().find(|l| l.starts_with("hyperquicksort: SORTED")).ok_or("no SORTED line")?;
     let num = |k: &str| field(line, k).and_then(|v| v.parse::<f64>().ok()).ok_or(format!("no {k} in {line}"));
     Ok(Run { sort_s: num("sort_s")?, verify_s: num("verify_s")? })
 }
@@ -134,8 +174,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
     };
     let dim = cli.ranks.trailing_zeros();
     let all = scenarios(cli.ranks);
-    let chosen: Vec<&Scenario> = all.iter().filter(|s| cli.bench.iter().any(|b| b == s.name)).collect();
-    if chosen.len() != cli.bench.len() {
+    let every = cli.bench.iter().any(|b| b == "all");
+    let chosen: Vec<&Scenario> =
+        all.iter().filter(|s| every || cli.bench.iter().any(|b| *b == s.name)).collect();
+    if !every && chosen.len() != cli.bench.len() {
         eprintln!("weft-bench dgrp: unknown scenario in {:?}", cli.bench);
         return ExitCode::from(2);
     }
@@ -149,8 +191,22 @@ pub fn main(args: Vec<String>) -> ExitCode {
             if !s.checkpoint {
                 cmd.arg("--no-checkpoint");
             }
-            cmd.args(kill_args(&s.victims, dim));
+            if s.dgrp {
+                cmd.args(["--source", "dgrp", "--interval-ms", &cli.interval_ms.to_string()]);
+                if !s.rejoin {
+                    cmd.arg("--no-rejoin");
+                }
+            }
+            if s.slow {
+                for v in &s.victims {
+                    cmd.args(["--stop".to_string(), format!("{v}@1:{}", cli.slow_secs)]);
+                }
+            } else {
+                cmd.args(kill_args(&s.victims, dim));
+            }
             let survivors: Vec<u32> = (0..cli.ranks).filter(|r| !s.victims.contains(r)).collect();
+            // Slowed ranks may leave and come back: any final view, every member verified.
+            let expect = (!s.slow).then_some(&survivors[..]);
             let done = match Supervisor::new(Duration::from_secs(cli.timeout + 15)).run(cmd) {
                 Ok(d) => d,
                 Err(e) => {
@@ -159,7 +215,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 }
             };
             let r = match done.end {
-                End::Exited(_) => check(&done.stdout, &survivors),
+                End::Exited(_) => check(&done.stdout, expect),
                 End::TimedOut(_) => Err(format!("timed out after {} s", cli.timeout)),
             };
             match r {
@@ -193,7 +249,7 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
         |rs: &Vec<Run>, f: fn(&Run) -> f64| (!rs.is_empty()).then(|| median(rs.iter().map(f).collect()));
     let sort_of =
         |name: &str| chosen.iter().position(|s| s.name == name).and_then(|k| med(&runs[k], |r| r.sort_s));
-    let (ff, plain) = (sort_of("crash-ff"), sort_of("plain"));
+    let (ff, plain, dgrp_ff) = (sort_of("crash-ff"), sort_of("plain"), sort_of("dgrp-ff"));
     let ratio = |x: Option<f64>, base: Option<f64>| match (x, base) {
         (Some(x), Some(b)) if b > 0.0 => format!("{:.3}", x / b),
         _ => "-".into(),
@@ -210,7 +266,7 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
             cli.reps
         );
         println!(
-            "{:<20} {:>6} {:>10} {:>10} {:>12} {:>9}",
+            "{:<26} {:>6} {:>10} {:>10} {:>12} {:>9}",
             "scenario", "faults", "sort_s", "verify_s", "vs_crash_ff", "vs_plain"
         );
     }
@@ -231,7 +287,7 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
             );
         } else {
             println!(
-                "{:<20} {:>6} {:>10} {:>10} {:>12} {:>9}",
+                "{:<26} {:>6} {:>10} {:>10} {:>12} {:>9}",
                 s.name,
                 s.victims.len(),
                 f(so),
@@ -242,7 +298,14 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
         }
     }
     if !cli.csv {
-        println!("# DGRP view source (slow-down removal, rejoin, diagnosis overhead): not in this build");
+        if let (Some(d), Some(f)) = (dgrp_ff, ff) {
+            println!(
+                "# diagnosis overhead, failure-free: dgrp-ff / crash-ff = {:.3} ({:+.1}% of the sort)",
+                d / f,
+                (d / f - 1.0) * 100.0
+            );
+        }
+        println!("# slow-down scenarios: victims SIGSTOPped 0.5 s in every 0.55 s for {} s from the first sorting round; faults column = victims", cli.slow_secs);
     }
 }
 
@@ -264,10 +327,12 @@ mod tests {
         let ok = "hyperquicksort: rank 0 OK keys=8 members=[0, 2] sort_s=1.5 verify_s=0.5\n\
                   hyperquicksort: rank 2 OK keys=8 members=[0, 2] sort_s=1.5 verify_s=0.5\n\
                   hyperquicksort: SORTED keys=8 members=[0, 2] sort_s=1.5 verify_s=0.5\n";
-        let r = check(ok, &[0, 2]).unwrap();
+        let r = check(ok, Some(&[0, 2])).unwrap();
         assert_eq!((r.sort_s, r.verify_s), (1.5, 0.5));
-        assert!(check(ok, &[0, 1, 2]).is_err());
-        assert!(check(&ok.replace("rank 2 OK", "rank 2 FAILED"), &[0, 2]).is_err());
-        assert!(check(&ok.replace("SORTED", "x"), &[0, 2]).is_err());
+        assert!(check(ok, None).is_ok());
+        assert!(check(ok, Some(&[0, 1, 2])).is_err());
+        assert!(check(&ok.replace("rank 2 OK", "rank 2 FAILED"), Some(&[0, 2])).is_err());
+        assert!(check(&ok.replace("rank 2 OK", "rank 2 FAILED"), None).is_err());
+        assert!(check(&ok.replace("SORTED", "x"), Some(&[0, 2])).is_err());
     }
 }
