@@ -175,8 +175,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let dim = cli.ranks.trailing_zeros();
     let all = scenarios(cli.ranks);
     let every = cli.bench.iter().any(|b| b == "all");
-    let chosen: Vec<&Scenario> =
-        all.iter().filter(|s| every || cli.bench.iter().any(|b| *b == s.name)).collect();
+    let chosen: Vec<&Scenario> = all.iter().filter(|s| every || cli.bench.contains(&s.name)).collect();
     if !every && chosen.len() != cli.bench.len() {
         eprintln!("weft-bench dgrp: unknown scenario in {:?}", cli.bench);
         return ExitCode::from(2);
