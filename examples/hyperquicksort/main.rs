@@ -198,6 +198,7 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
                 Ok(Some(mv)) => {
                     let r = mv.run(w, view, me, &store);
                     let ok = r.is_ok();
+                    let planned_for = view.members.clone();
                     let committed = end_step(&mut *src, ok, me, step)?;
                     if !committed {
                         attempt += 1;
@@ -205,6 +206,13 @@ fn run(w: &Weft, args: &Args) -> Result<(), Stop> {
                     }
                     store = r.expect("committed steps succeeded everywhere");
                     place = mv.to;
+                    // A committed step can still end on a new view (DGRP: a removal or a
+                    // rejoin at its round barrier): the lists sit where the old view wanted
+                    // them, so plan again before computing.
+                    if src.view().members != planned_for {
+                        attempt += 1;
+                        continue;
+                    }
                 }
             }
             maybe_slow(&args.slows, me, step, attempt).map_err(Stop::CannotGoOn)?;
