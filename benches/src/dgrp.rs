@@ -126,16 +126,21 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
 }
 
+/// The final view of the SORTED line (empty without one).
+fn final_view(stdout: &str) -> Vec<u32> {
+    let line = stdout.lines().find(|l| l.starts_with("hyperquicksort: SORTED")).unwrap_or("");
+    line.split("members=[")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .map(|v| v.split(", ").filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
 /// Check a job's output: every survivor verified, on the expected final view (`None`: every
 /// member of whatever final view the job ended on).
 fn check(stdout: &str, survivors: Option<&[u32]>) -> Result<Run, String> {
     let line = stdout.lines().find(|l| l.starts_with("hyperquicksort: SORTED")).ok_or("no SORTED line")?;
-    let listed: Vec<u32> = line
-        .split("members=[")
-        .nth(1)
-        .and_then(|r| r.split(']').next())
-        .map(|v| v.split(", ").filter_map(|x| x.parse().ok()).collect())
-        .unwrap_or_default();
+    let listed = final_view(stdout);
     let survivors = survivors.unwrap_or(&listed);
     let members = format!("members={survivors:?}");
     for r in survivors {
@@ -204,8 +209,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 cmd.args(kill_args(&s.victims, dim));
             }
             let survivors: Vec<u32> = (0..cli.ranks).filter(|r| !s.victims.contains(r)).collect();
-            // Slowed ranks may leave and come back: any final view, every member verified.
-            let expect = (!s.slow).then_some(&survivors[..]);
+            // With DGRP (and slowed ranks) processes may leave and come back, also falsely on
+            // an oversubscribed machine: any final view without a killed rank, every member
+            // verified; revoke + shrink must end on exactly the survivors.
+            let expect = (!s.slow && !s.dgrp).then_some(&survivors[..]);
             let done = match Supervisor::new(Duration::from_secs(cli.timeout + 15)).run(cmd) {
                 Ok(d) => d,
                 Err(e) => {
@@ -214,7 +221,13 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 }
             };
             let r = match done.end {
-                End::Exited(_) => check(&done.stdout, expect),
+                End::Exited(_) => check(&done.stdout, expect).and_then(|r| {
+                    let dead = if s.slow { &[][..] } else { &s.victims[..] };
+                    match final_view(&done.stdout).iter().find(|m| dead.contains(m)) {
+                        Some(m) => Err(format!("killed rank {m} in the final view")),
+                        None => Ok(r),
+                    }
+                }),
                 End::TimedOut(_) => Err(format!("timed out after {} s", cli.timeout)),
             };
             match r {
