@@ -10,6 +10,7 @@
 //!   finished table (`weft-run -n 2 weft-bench`).
 
 mod coll;
+mod dgrp;
 mod driver;
 mod fipp;
 mod ft;
@@ -186,6 +187,10 @@ fn main() -> ExitCode {
     // `weft-bench reinit …`: global restart vs revoke+shrink vs whole-job restart.
     if std::env::args().nth(1).as_deref() == Some("reinit") {
         return reinit::main(std::env::args().skip(2).collect());
+    }
+    // `weft-bench dgrp …`: HyperQuickSort on a reconfigurable hypercube, per fault scenario.
+    if std::env::args().nth(1).as_deref() == Some("dgrp") {
+        return dgrp::main(std::env::args().skip(2).collect());
     }
     // `weft-bench osu …`: the same OSU binaries on MPICH's and weft's standard-ABI libraries.
     if std::env::args().nth(1).as_deref() == Some("osu") {
