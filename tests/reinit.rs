@@ -1,6 +1,7 @@
 //! Global restart (Reinit) under `weft-run`: the iterative solver `examples/reinit_solver.rs`
 //! with ranks SIGKILLed at chosen and random iterations, ten failures in a row, kills during
-//! recovery, file checkpoints and 16 oversubscribed ranks; every run must end with the
+//! recovery, file checkpoints and a node kill with a spare node, at 4, 8 and 16 ranks (16 are
+//! oversubscribed on a small machine); every run must end with the
 //! failure-free answer (the solver compares bit for bit) in the expected epoch. Misuse
 //! (`examples/reinit_misuse.rs`) gives typed errors. Every job has a hard timeout.
 
@@ -54,8 +55,8 @@ fn one_rank_killed_4_and_8_ranks() {
 }
 
 #[test]
-fn ten_failures_in_a_row_4_and_8_ranks() {
-    for n in [4u32, 8] {
+fn ten_failures_in_a_row_4_8_and_16_ranks() {
+    for n in [4u32, 8, 16] {
         let list: Vec<(u64, u32, u64)> =
             (0..10u64).map(|e| (e, (e as u32 * 3 + 1) % n, 12 + e * 5)).collect();
         run_kills(n, 120, &list);
@@ -77,7 +78,7 @@ fn kills_at_random_iterations() {
         x ^= x << 17;
         x % m
     };
-    for n in [4u32, 8] {
+    for n in [4u32, 8, 16] {
         // Three failures; each epoch's kill comes after its restart point (ckpt 10).
         let mut list = Vec::new();
         let mut at = 0;
@@ -92,7 +93,7 @@ fn kills_at_random_iterations() {
 
 #[test]
 fn kill_during_recovery() {
-    for n in [4, 8] {
+    for n in [4, 8, 16] {
         // Rank 1 dies; in epoch 1, rank 3 dies before loading its checkpoint (the others are
         // reloading); in epoch 2 the respawned rank 3 dies at the same point.
         solver(
@@ -174,21 +175,27 @@ fn c_misuse_gives_typed_codes() {
 /// A whole virtual node killed: its ranks are respawned on the spare node.
 #[test]
 fn node_killed_ranks_respawn_on_spare_node() {
-    let so = solver_respawns(
-        8,
-        &["--nodes", "2", "--spare-nodes", "1"],
-        &["--iters", "60", "--kill-node", "0:1@23"],
-        1,
-        4,
-    );
-    for r in 4..8 {
-        assert!(
-            so.contains(&format!("rank {r} epoch 1 Restarted resumes at iteration 20 on node 2")),
-            "{so}"
+    for n in [8u32, 16] {
+        let half = n / 2;
+        let so = solver_respawns(
+            n,
+            &["--nodes", "2", "--spare-nodes", "1"],
+            &["--iters", "60", "--kill-node", "0:1@23"],
+            1,
+            u64::from(half),
         );
-    }
-    for r in 0..4 {
-        assert!(so.contains(&format!("rank {r} epoch 1 Reinited resumes at iteration 20 on node 0")), "{so}");
+        for r in half..n {
+            assert!(
+                so.contains(&format!("rank {r} epoch 1 Restarted resumes at iteration 20 on node 2")),
+                "{so}"
+            );
+        }
+        for r in 0..half {
+            assert!(
+                so.contains(&format!("rank {r} epoch 1 Reinited resumes at iteration 20 on node 0")),
+                "{so}"
+            );
+        }
     }
 }
 
