@@ -128,6 +128,7 @@ static void healthy(MPI_Comm c) {
     int cycles = (int)scaled(60);
     if (cycles > MAXCYC) cycles = MAXCYC;
     static double prop[MAXCYC], base[MAXCYC], p1[MAXCYC], p2[MAXCYC], p3[MAXCYC], rs[MAXCYC], ns[MAXCYC], rsr[MAXCYC];
+    static double p1l[MAXCYC], skew[MAXCYC], p1r[MAXCYC], p1lr[MAXCYC];
     for (int y = 0; y < cycles; y++) {
         MPI_Comm h, a, b, s;
         CHECK(MPI_Comm_dup(c, &h));
@@ -165,18 +166,25 @@ static void healthy(MPI_Comm c) {
             }
             t_obs = mono_ns();
         }
-        uint64_t post[3];
+        uint64_t post[3], t_enter = 0, t_done1 = 0;
         for (int i = 0; i < 3; i++) {
             uint64_t tt = mono_ns();
             CHECK(allreduce(b));
-            post[i] = mono_ns() - tt;
+            uint64_t d = mono_ns();
+            post[i] = d - tt;
+            if (i == 0) {
+                t_enter = tt;
+                t_done1 = d;
+            }
         }
         CHECK(MPIX_Comm_shrink(a, &s));
         uint64_t t_sh = mono_ns();
         MPI_Comm_free(&s);
         MPI_Comm_free(&a);
-        uint64_t m[9] = {t0, t_obs, t_sh, d_base, post[0], post[1], post[2], me == 0 ? t0h : 0, t_h};
-        max_all(b, m, 9);
+        /* m[9] is the last entry into plan B, UINT64_MAX - m[10] the first. */
+        uint64_t m[12] = {t0,      t_obs, t_sh, d_base, post[0], post[1], post[2], me == 0 ? t0h : 0, t_h,
+                          t_enter, UINT64_MAX - t_enter, t_done1};
+        max_all(b, m, 12);
         MPI_Comm_free(&b);
         prop[y] = (m[1] - m[0]) / 1e3;
         rs[y] = (m[2] - m[0]) / 1e3;
@@ -184,6 +192,10 @@ static void healthy(MPI_Comm c) {
         p1[y] = m[4] / 1e3;
         p2[y] = m[5] / 1e3;
         p3[y] = m[6] / 1e3;
+        p1l[y] = (m[11] - m[9]) / 1e3;
+        skew[y] = (m[9] - (UINT64_MAX - m[10])) / 1e3;
+        p1r[y] = (double)m[4] / (double)(m[3] ? m[3] : 1);
+        p1lr[y] = (double)(m[11] - m[9]) / (double)(m[3] ? m[3] : 1);
         ns[y] = (m[8] - m[7]) / 1e3;
         rsr[y] = (double)(m[2] - m[0]) / (double)(m[8] - m[7] ? m[8] - m[7] : 1);
     }
@@ -196,6 +208,10 @@ static void healthy(MPI_Comm c) {
         emit("revoke_prop_us", median(prop, cycles), "us");
         emit("planB_base_us", median(base, cycles), "us");
         emit("planB_post1_us", median(p1, cycles), "us");
+        emit("planB_post1/base", median(p1r, cycles), "ratio");
+        emit("planB_skew_us", median(skew, cycles), "us");
+        emit("planB_post1_last_us", median(p1l, cycles), "us");
+        emit("planB_post1_last/base", median(p1lr, cycles), "ratio");
         emit("planB_post2_us", median(p2, cycles), "us");
         emit("planB_post3_us", median(p3, cycles), "us");
         emit("revoke_shrink_us", median(rs, cycles), "us");

@@ -224,7 +224,7 @@ pub(super) fn drive(cli: &FtCli) -> std::process::ExitCode {
     };
     let mut scen_ff = vec![];
     if want("healthy") {
-        scen_ff.push("healthy");
+        scen_ff.extend(["healthy", "agree-c"]);
     }
     if want("overhead") {
         scen_ff.extend(["overhead", "overhead-ft", "overhead-hb"]);
@@ -238,7 +238,7 @@ pub(super) fn drive(cli: &FtCli) -> std::process::ExitCode {
                 let ps = match s {
                     "overhead" => Some("overhead-noft"),
                     "overhead-ft" => Some("overhead"),
-                    "overhead-hb" => None,
+                    "overhead-hb" | "agree-c" => None,
                     s => Some(s),
                 };
                 if let (Some((mpirun, bin)), Some(ps)) = (&peer, ps) {

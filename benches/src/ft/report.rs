@@ -14,12 +14,19 @@ const METRICS: &[Metric] = &[
     ("allreduce_us", "allreduce 8 B (BAND)", None),
     ("agree_us", "agree 8 B word", None),
     ("agree/allreduce", "agree / allreduce (same run)", Some((1.5, "<= 1.5"))),
+    ("agree_c_us", "agree 8 B word from C (weft_comm_agree, own job)", None),
+    ("agree_c/agree", "agree from C / from Rust (medians)", None),
+    ("agree_c/allreduce_c", "agree / allreduce from C (same run)", Some((1.5, "<= 1.5"))),
     ("iagree_us", "iagree + wait", None),
     ("shrink_us", "shrink, healthy", None),
     ("shrink_after_failure_us", "shrink after 1 failure (max over survivors)", None),
     ("revoke_prop_us", "revoke -> every rank's plan-A allreduce Revoked", None),
     ("planB_base_us", "plan B allreduce, before revoke", None),
     ("planB_post1_us", "plan B allreduce #1 after revoke", None),
+    ("planB_post1/base", "  #1 / before revoke (same cycle)", Some((1.2, "<= 1.2"))),
+    ("planB_skew_us", "  entry skew: last rank's entry - first rank's", None),
+    ("planB_post1_last_us", "  #1 from the last rank's entry to the last return", None),
+    ("planB_post1_last/base", "  #1 from the last entry / before revoke", Some((1.2, "<= 1.2"))),
     ("planB_post2_us", "plan B allreduce #2 after revoke", None),
     ("planB_post3_us", "plan B allreduce #3 after revoke", None),
     ("revoke_shrink_us", "revoke -> shrink done everywhere", None),
@@ -83,6 +90,14 @@ pub(super) fn report(
                     val.insert((format!("{kind}_{on}_overhead"), n, imp.clone()), (b / a, "ratio".into(), 1));
                 }
             }
+        }
+    }
+    // The agreement from C against Rust: two jobs of the same rounds, so a ratio of medians.
+    for &n in &cli.ranks {
+        let key = |m: &str| (m.to_string(), n, "weft".to_string());
+        if let (Some(c), Some(r)) = (val.get(&key("agree_c_us")), val.get(&key("agree_us"))) {
+            let v = c.0 / r.0;
+            val.insert(key("agree_c/agree"), (v, "ratio".into(), 1));
         }
     }
     // OMPI's only detection path is its default one: compare every weft source with it.

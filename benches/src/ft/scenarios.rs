@@ -15,7 +15,7 @@ use super::{median, ncores, scaled, FtCli, FINALIZING, ROW};
 /// the job fail).
 type WeftResult<T> = Result<T, weft::Error>;
 
-fn pin(rank: u32) {
+pub(super) fn pin(rank: u32) {
     if let Some(ids) = core_affinity::get_core_ids().filter(|v| !v.is_empty()) {
         let _ = core_affinity::set_for_current(ids[rank as usize % ids.len()]);
     }
@@ -144,6 +144,7 @@ fn healthy(x: &Ctx) -> WeftResult<()> {
     let cycles = scaled(60, x.scale);
     let (mut prop, mut base, mut p1, mut p2, mut p3, mut rs, mut ns, mut rsr) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut p1_last, mut skew, mut p1_ratio, mut p1_last_ratio) = (vec![], vec![], vec![], vec![]);
     for _ in 0..cycles {
         // Shrink without revoke, timed the same way (rank 0's start stamp to the last return).
         let h = c.dup()?;
@@ -183,10 +184,17 @@ fn healthy(x: &Ctx) -> WeftResult<()> {
             (0, mono_ns())
         };
         let mut post = [0u64; 3];
-        for p in post.iter_mut() {
+        // This rank's entry into plan B and the end of its first plan-B allreduce (stamps on
+        // the host's shared clock): the last rank's entry bounds how early any rank can end.
+        let (mut t_enter, mut t_done1) = (0, 0);
+        for (i, p) in post.iter_mut().enumerate() {
             let t = mono_ns();
             allreduce(&b)?;
-            *p = mono_ns() - t;
+            let d = mono_ns();
+            *p = d - t;
+            if i == 0 {
+                (t_enter, t_done1) = (t, d);
+            }
         }
         let s = a.shrink()?;
         let t_sh = mono_ns();
@@ -194,7 +202,20 @@ fn healthy(x: &Ctx) -> WeftResult<()> {
         a.free()?;
         let m = max_all(
             &b,
-            &[t0, t_obs, t_sh, d_base, post[0], post[1], post[2], if x.me == 0 { t0h } else { 0 }, t_h],
+            &[
+                t0,
+                t_obs,
+                t_sh,
+                d_base,
+                post[0],
+                post[1],
+                post[2],
+                if x.me == 0 { t0h } else { 0 },
+                t_h,
+                t_enter,
+                u64::MAX - t_enter,
+                t_done1,
+            ],
         )?;
         b.free()?;
         let us = |d: u64| d as f64 / 1e3;
@@ -204,6 +225,11 @@ fn healthy(x: &Ctx) -> WeftResult<()> {
         p1.push(us(m[4]));
         p2.push(us(m[5]));
         p3.push(us(m[6]));
+        // m[9] is the last entry into plan B, u64::MAX - m[10] the first.
+        p1_last.push(us(m[11] - m[9]));
+        skew.push(us(m[9] - (u64::MAX - m[10])));
+        p1_ratio.push(m[4] as f64 / m[3].max(1) as f64);
+        p1_last_ratio.push((m[11] - m[9]) as f64 / m[3].max(1) as f64);
         ns.push(us(m[8] - m[7]));
         rsr.push((m[2] - m[0]) as f64 / (m[8] - m[7]).max(1) as f64);
     }
@@ -217,6 +243,10 @@ fn healthy(x: &Ctx) -> WeftResult<()> {
             ("revoke_prop_us", prop, "us"),
             ("planB_base_us", base, "us"),
             ("planB_post1_us", p1, "us"),
+            ("planB_post1/base", p1_ratio, "ratio"),
+            ("planB_skew_us", skew, "us"),
+            ("planB_post1_last_us", p1_last, "us"),
+            ("planB_post1_last/base", p1_last_ratio, "ratio"),
             ("planB_post2_us", p2, "us"),
             ("planB_post3_us", p3, "us"),
             ("revoke_shrink_us", rs, "us"),
