@@ -171,9 +171,6 @@ pub(crate) struct Core {
     /// goes on reading — the next messages are likely there, and taking them in one batch
     /// saves their receives a request each.
     pub(crate) streaming: bool,
-    /// A blocking upper-layer call ([`Engine::idle_wait_ctrl`]) waits for control traffic:
-    /// a control message ends the poll, as the awaited request's completion does.
-    pub(crate) awaiting_ctrl: bool,
     /// Awaited completions since the last one that went on reading anyway (to notice that
     /// messages started streaming; see [`crate::recv::PROBE_EVERY`]).
     pub(crate) probe: u8,
@@ -260,7 +257,6 @@ impl Engine {
                 aux: false,
                 awaited: None,
                 streaming: false,
-                awaiting_ctrl: false,
                 probe: 0,
             },
             cfg,

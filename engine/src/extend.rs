@@ -17,7 +17,8 @@
 //! - **communicator queries** and the creation of a communicator whose context id an upper
 //!   layer agreed on (shrink);
 //! - the **blocking primitives** an upper layer's blocking call needs: [`Ext::wait`],
-//!   [`Ext::progress`], [`Ext::idle_wait`], [`Ext::idle_wait_ctrl`].
+//!   [`Ext::progress`], [`Ext::idle_wait`] (a control message ends the poll it arrives in, so a
+//!   blocking call that waits for control traffic sees it at once).
 //!
 //! Handlers and activities run outside the transport poll; they must not block (no `wait`),
 //! because a blocked activity would stop the others.
@@ -353,13 +354,6 @@ impl Ext {
     #[inline]
     pub fn idle_wait(&mut self, spins: &mut u32) {
         self.0.idle_wait(spins)
-    }
-
-    /// As [`Ext::idle_wait`], for a blocking call that waits for control messages: one ends
-    /// the poll it arrives in.
-    #[inline]
-    pub fn idle_wait_ctrl(&mut self, spins: &mut u32) {
-        self.0.idle_wait_ctrl(spins)
     }
 
     // ------------------------------------------------------ communicators

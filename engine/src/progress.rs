@@ -133,15 +133,6 @@ impl Engine {
         }
     }
 
-    /// As [`Engine::idle_wait`], for a blocking upper-layer call that waits for control
-    /// messages (an agreement): a control message ends the poll it arrives in, and is
-    /// dispatched at once, without a look at the next message (see [`Engine::wait`]).
-    pub(crate) fn idle_wait_ctrl(&mut self, spins: &mut u32) {
-        self.core.awaiting_ctrl = true;
-        self.idle_wait(spins);
-        self.core.awaiting_ctrl = false;
-    }
-
     /// Withdraw a request that has not started moving data: a posted receive that has not
     /// matched, or an eager send still queued for transport space. Returns true if it was
     /// cancelled (and freed); false if it is already under way or done (wait for it).

@@ -268,10 +268,12 @@ impl Core {
     /// Handle one message off the wire. Never panics on malformed input: it is counted and
     /// dropped. Returns `true` when the poll should stop after this message, so that whoever
     /// waits for it sees it at once: it completed (or advanced) the request a blocking
-    /// [`Engine::wait`] waits for, or it is control traffic while an upper layer's blocking
-    /// call waits for such ([`Engine::idle_wait_ctrl`]). (Otherwise control traffic does not
-    /// stop it: a revoke, say, then reaches the upper layer only after the data that arrived
-    /// with it, which pending receives may be waiting for.)
+    /// [`Engine::wait`] waits for, or it is control traffic. A control message (a revoke, a
+    /// failure notice, an agreement step) is dispatched to its upper layer right after the
+    /// poll, before the transport reads the next record: on a shared-memory ring that read is
+    /// a cache-line transfer from the sender's core, which would delay a revoke's delivery
+    /// (and a blocking agreement's next step) by a transfer each. Messages already read keep
+    /// their order; what follows the control message in any ring is read by the next poll.
     #[inline]
     pub(crate) fn on_message(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {
         match h.class {
@@ -312,7 +314,7 @@ impl Core {
                 let b = pooled_copy(&mut self.buf_pool, payload);
                 self.ctrl_inbox.push((peer, *h, b));
                 self.aux = true;
-                self.awaiting_ctrl
+                true
             }
             _ => {
                 self.malformed(peer, "unknown message class");

@@ -354,7 +354,7 @@ impl Ft {
             if let Some(v) = self.st.borrow_mut().blocked.take() {
                 return v;
             }
-            e.idle_wait_ctrl(&mut spins);
+            e.idle_wait(&mut spins);
         }
     }
 
