@@ -108,7 +108,8 @@ fn weft_run_path() -> Option<PathBuf> {
 fn weft_cmd(cli: &FtCli, run: &Path, n: u32, scenario: &str) -> Command {
     let exe = std::env::current_exe().expect("current_exe");
     let mut cmd = Command::new(run);
-    cmd.env_remove("WEFT_RUN").env_remove("WEFT_BENCH_PEER_DIR");
+    // The driver's own variables: weft's configuration refuses WEFT_* keys it does not know.
+    cmd.env_remove("WEFT_RUN").env_remove("WEFT_BENCH_PEER_DIR").env_remove("WEFT_OMPI_VENV");
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("WEFT_FT_") {
             cmd.env_remove(k);
@@ -150,7 +151,7 @@ fn weft_under_prrte_cmd(cli: &FtCli, mpirun: &Path, n: u32, scenario: &str) -> C
     cmd.env("OPAL_PREFIX", opal_prefix(mpirun));
     cmd.args(["--with-ft", "ulfm", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]);
     cmd.arg("-n").arg(n.to_string());
-    cmd.env("PRTE_MCA_prte_abort_non_zero_exit", "0").env_remove("WEFT_RUN_CTL");
+    cmd.env("PRTE_MCA_prte_abort_non_zero_exit", "0").env_remove("WEFT_RUN_CTL").env_remove("WEFT_OMPI_VENV");
     cmd.env("WEFT_SHM", "off").env("WEFT_FI_PROVIDER", "tcp;ofi_rxm").env("WEFT_FI_DOMAIN", "lo");
     cmd.env("WEFT_BIND", "none");
     if n as usize > ncores() {
