@@ -26,9 +26,9 @@
 //!   members abstain); the barrier's agreement readmits a proposed candidate when no member
 //!   voted against it ([`barrier`]). Nobody readmits alone, so the view stays the same
 //!   everywhere.
-//! - **Own stalls**: a tester that did not run for over half the threshold floor (it was
-//!   itself stopped or starved) drops the tests whose deadline passed meanwhile instead of
-//!   blaming the tested processes for its own delay.
+//! - **Own stalls**: a tester that did not run for over half a test's threshold (it was
+//!   itself stopped or starved) drops that test if its deadline passed meanwhile instead of
+//!   blaming the tested process for its own delay.
 //! - **Own gaps** ([`gaps`]): a process answers tests only when it runs (inside the
 //!   application's calls into weft), so a healthy process's reply waits for its next call;
 //!   under oversubscription that gap is the application's compute between two calls
@@ -329,30 +329,37 @@ impl Dgrp {
         t
     }
 
-    /// Note that this process runs at `now`. If it had not run for over half the threshold
-    /// floor (it was itself stopped or starved), the tests whose deadline passed meanwhile are
-    /// dropped without a verdict: their lateness may be this process's own.
+    /// Note that this process runs at `now`: the gap since its last run goes to the own-gap
+    /// window. If it had not run for over half a test's threshold (it was itself stopped or
+    /// starved) and the test's deadline passed meanwhile, the test is dropped without a
+    /// verdict: its lateness may be this process's own.
     fn ran(&mut self, now: u64) {
-        let gap = self.last_run.map(|t| now.saturating_sub(t));
-        let stalled = gap.is_some_and(|g| g > self.opts.min_threshold / 2);
+        let Some(gap) = self.last_run.map(|t| now.saturating_sub(t)) else {
+            self.last_run = Some(now);
+            return;
+        };
         self.last_run = Some(now);
         let floor = self.gap_allowance();
-        if let Some(g) = gap {
-            self.gaps.note(now, g);
+        self.gaps.note(now, gap);
+        if gap <= self.opts.min_threshold / 2 {
+            return;
         }
-        if stalled {
-            for p in self.peers.values_mut() {
-                if p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > p.rto.threshold().max(floor)) {
-                    p.inflight = None;
-                    self.stats.own_stalls += 1;
-                }
+        for p in self.peers.values_mut() {
+            let th = p.rto.threshold().max(floor);
+            // Only a stall long against the test's threshold drops it. A shorter one cannot
+            // hide a reply from the tick that expires the test (the engine hands a progress
+            // call's messages to the handler before it ticks the activities), and it is
+            // already within the own-gap allowance.
+            if gap > th / 2 && p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > th) {
+                p.inflight = None;
+                self.stats.own_stalls += 1;
             }
         }
     }
 
     /// Timer: fail the tests past their threshold, and start the tests of a new interval.
     /// Call it whenever this process runs (the engine: every progress call): the gaps between
-    /// calls are this process's own gaps ([`gaps`]), and a gap over half the threshold floor
+    /// calls are this process's own gaps ([`gaps`]), and a gap over half a test's threshold
     /// is taken for its own stall.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
