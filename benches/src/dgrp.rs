@@ -21,6 +21,7 @@ use std::time::Duration;
 use clap::Parser;
 use weft_testkit::job::{End, Supervisor};
 
+use crate::driver::load_avg;
 use crate::report::median;
 
 #[derive(Parser, Clone, Debug)]
@@ -54,7 +55,7 @@ pub struct DgrpCli {
     /// Hard timeout per job in seconds (its process group is killed).
     #[arg(long, default_value_t = 1200)]
     pub timeout: u64,
-    /// Print CSV (`scenario,ranks,keys,faults,sort_s,verify_s,vs_crash_ff,vs_plain`).
+    /// Print CSV (`scenario,ranks,keys,faults,sort_s,verify_s,vs_crash_ff,vs_plain,view_changes`).
     #[arg(long)]
     pub csv: bool,
 }
@@ -120,6 +121,10 @@ fn kill_args(victims: &[u32], dim: u32) -> Vec<String> {
 struct Run {
     sort_s: f64,
     verify_s: f64,
+    /// View changes the job went through (DGRP: removals and rejoins, false ones included).
+    view_changes: u32,
+    /// The machine's 1-minute load average when the job started.
+    load: Option<f64>,
 }
 
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
@@ -153,7 +158,20 @@ fn check(stdout: &str, survivors: Option<&[u32]>) -> Result<Run, String> {
         }
     }
     let num = |k: &str| field(line, k).and_then(|v| v.parse::<f64>().ok()).ok_or(format!("no {k} in {line}"));
-    Ok(Run { sort_s: num("sort_s")?, verify_s: num("verify_s")? })
+    Ok(Run {
+        sort_s: num("sort_s")?,
+        verify_s: num("verify_s")?,
+        view_changes: num("view_changes")? as u32,
+        load: None,
+    })
+}
+
+/// The ranks that announced their planned crash (`hyperquicksort: rank R crashes …`).
+fn crashed(stdout: &str) -> Vec<u32> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("hyperquicksort: rank ")?.split_once(" crashes ")?.0.parse().ok())
+        .collect()
 }
 
 fn sibling(name: &str) -> Option<PathBuf> {
@@ -213,6 +231,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
             // an oversubscribed machine: any final view without a killed rank, every member
             // verified; revoke + shrink must end on exactly the survivors.
             let expect = (!s.slow && !s.dgrp).then_some(&survivors[..]);
+            let load = load_avg();
             let done = match Supervisor::new(Duration::from_secs(cli.timeout + 15)).run(cmd) {
                 Ok(d) => d,
                 Err(e) => {
@@ -222,7 +241,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
             };
             let r = match done.end {
                 End::Exited(_) => check(&done.stdout, expect).and_then(|r| {
-                    let dead = if s.slow { &[][..] } else { &s.victims[..] };
+                    // A planned kill fires only if its victim works in that step: with DGRP a
+                    // victim found slow beforehand (falsely, under load) is out of the view
+                    // then and lives on. The ranks that did crash must stay out.
+                    let dead = crashed(&done.stdout);
                     match final_view(&done.stdout).iter().find(|m| dead.contains(m)) {
                         Some(m) => Err(format!("killed rank {m} in the final view")),
                         None => Ok(r),
@@ -231,10 +253,15 @@ pub fn main(args: Vec<String>) -> ExitCode {
                 End::TimedOut(_) => Err(format!("timed out after {} s", cli.timeout)),
             };
             match r {
-                Ok(r) => {
+                Ok(mut r) => {
+                    r.load = load;
                     eprintln!(
-                        "[dgrp] {} rep {rep}: sort {:.3} s, verify {:.3} s",
-                        s.name, r.sort_s, r.verify_s
+                        "[dgrp] {} rep {rep}: sort {:.3} s, verify {:.3} s, view changes {}, load {}",
+                        s.name,
+                        r.sort_s,
+                        r.verify_s,
+                        r.view_changes,
+                        load.map_or("-".into(), |l| format!("{l:.1}"))
                     );
                     runs[k].push(r);
                 }
@@ -268,7 +295,7 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cli.csv {
-        println!("scenario,ranks,keys,faults,sort_s,verify_s,vs_crash_ff,vs_plain");
+        println!("scenario,ranks,keys,faults,sort_s,verify_s,vs_crash_ff,vs_plain,view_changes");
     } else {
         println!(
             "# HyperQuickSort, {} keys, {} ranks on {cores} cores{}; median of {} job(s) per scenario, scenarios interleaved",
@@ -278,16 +305,17 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
             cli.reps
         );
         println!(
-            "{:<26} {:>6} {:>10} {:>10} {:>12} {:>9}",
-            "scenario", "faults", "sort_s", "verify_s", "vs_crash_ff", "vs_plain"
+            "{:<26} {:>6} {:>10} {:>10} {:>12} {:>9} {:>9}",
+            "scenario", "faults", "sort_s", "verify_s", "vs_crash_ff", "vs_plain", "view_chg"
         );
     }
     for (s, rs) in chosen.iter().zip(runs) {
         let (so, vo) = (med(rs, |r| r.sort_s), med(rs, |r| r.verify_s));
+        let vc = med(rs, |r| r.view_changes as f64).map_or("-".into(), |v| format!("{v}"));
         let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
         if cli.csv {
             println!(
-                "{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{vc}",
                 s.name,
                 cli.ranks,
                 cli.keys,
@@ -299,7 +327,7 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
             );
         } else {
             println!(
-                "{:<26} {:>6} {:>10} {:>10} {:>12} {:>9}",
+                "{:<26} {:>6} {:>10} {:>10} {:>12} {:>9} {vc:>9}",
                 s.name,
                 s.victims.len(),
                 f(so),
@@ -316,8 +344,25 @@ fn report(cli: &DgrpCli, chosen: &[&Scenario], runs: &[Vec<Run>]) {
                 d / f,
                 (d / f - 1.0) * 100.0
             );
+            let job = |name: &str| chosen.iter().position(|s| s.name == name).map(|k| &runs[k]);
+            if let (Some(d), Some(f)) = (job("dgrp-ff"), job("crash-ff")) {
+                // Jobs of one repetition ran one after the other: their ratio shares the load.
+                let paired: Vec<String> =
+                    d.iter().zip(f).map(|(d, f)| format!("{:.3}", d.sort_s / f.sort_s)).collect();
+                let changes: Vec<String> = d.iter().map(|r| r.view_changes.to_string()).collect();
+                println!(
+                    "# dgrp-ff / crash-ff per repetition: {} (dgrp-ff view changes: {})",
+                    paired.join(" "),
+                    changes.join(" ")
+                );
+            }
         }
-        println!("# slow-down scenarios: victims SIGSTOPped 0.5 s in every 0.55 s for {} s from the first sorting round; faults column = victims", cli.slow_secs);
+        let loads: Vec<f64> = runs.iter().flatten().filter_map(|r| r.load).collect();
+        if !loads.is_empty() {
+            let (lo, hi) = loads.iter().fold((f64::MAX, f64::MIN), |(a, b), &l| (a.min(l), b.max(l)));
+            println!("# load average at job starts: {lo:.1}-{hi:.1}");
+        }
+        println!("# slow-down scenarios: victims SIGSTOPped 1 s in every 1.05 s for {} s from the first sorting round; faults column = victims", cli.slow_secs);
     }
 }
 
@@ -338,13 +383,15 @@ mod tests {
     fn a_job_is_accepted_only_with_every_survivor_verified_on_the_right_view() {
         let ok = "hyperquicksort: rank 0 OK keys=8 members=[0, 2] sort_s=1.5 verify_s=0.5\n\
                   hyperquicksort: rank 2 OK keys=8 members=[0, 2] sort_s=1.5 verify_s=0.5\n\
-                  hyperquicksort: SORTED keys=8 members=[0, 2] sort_s=1.5 verify_s=0.5\n";
+                  hyperquicksort: SORTED keys=8 members=[0, 2] view_changes=3 sort_s=1.5 verify_s=0.5\n";
         let r = check(ok, Some(&[0, 2])).unwrap();
-        assert_eq!((r.sort_s, r.verify_s), (1.5, 0.5));
+        assert_eq!((r.sort_s, r.verify_s, r.view_changes), (1.5, 0.5, 3));
         assert!(check(ok, None).is_ok());
         assert!(check(ok, Some(&[0, 1, 2])).is_err());
         assert!(check(&ok.replace("rank 2 OK", "rank 2 FAILED"), Some(&[0, 2])).is_err());
         assert!(check(&ok.replace("rank 2 OK", "rank 2 FAILED"), None).is_err());
         assert!(check(&ok.replace("SORTED", "x"), Some(&[0, 2])).is_err());
+        let so = "hyperquicksort: rank 3 crashes in step 1 attempt 0\nhyperquicksort: rank 12 crashes in step 2 attempt 1\n";
+        assert_eq!(crashed(so), vec![3, 12]);
     }
 }

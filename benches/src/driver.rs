@@ -187,7 +187,7 @@ fn run_weft(cli: &Cli) -> JobOutput {
 }
 
 /// 1-minute load average from /proc/loadavg.
-fn load_avg() -> Option<f64> {
+pub(crate) fn load_avg() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
 }
 

@@ -44,9 +44,7 @@ impl Engine {
                 // MPI_ERR_PROC_FAILED; only requests report MPI_ERR_PROC_FAILED_PENDING).
                 Err(Error::ProcFailedPending) => {
                     if self.cancel(id)? {
-                        let acked = self.get_acked(c)?;
-                        let ranks = self.get_failed(c)?.into_iter().filter(|r| !acked.contains(r)).collect();
-                        return Err(Error::ProcFailed { ranks });
+                        return Err(self.blocking_failure(c));
                     }
                     // Matched meanwhile: wait for its data.
                 }
@@ -134,6 +132,15 @@ impl Engine {
         }
         let (ctx, src_world) = (comm.ctx, if src >= 0 { comm.world_of[src as usize] } else { u32::MAX });
         self.progress();
+        // Like a receive posted now: a revoked communicator, or a failure its error scope
+        // raises, fails the probe even when a matching message is queued.
+        let comm = self.core.comms.get(c)?;
+        if comm.revoked {
+            return Err(Error::Revoked);
+        }
+        if self.core.failed.any() && comm.scope != ErrScope::Local {
+            self.core.scope_check(comm)?;
+        }
         let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
         if let Some(u) = qs.peek_unexpected(src, tag) {
             return Ok(Some(user_status(u.src, u.tag, u.data.len())));
@@ -148,13 +155,32 @@ impl Engine {
     }
 
     /// Block until a message that a receive `(src, tag)` on `c` would match has arrived.
+    /// Ends like a blocking receive when none can come: [`Error::Revoked`] once `c` is
+    /// revoked, [`Error::ProcFailed`] when `src` failed, or, for [`ANY_SOURCE`], when a
+    /// process of `c` failed and is not acknowledged (the ranks not acknowledged; a blocking
+    /// call does not report the pending form).
     pub fn probe(&mut self, c: CommId, src: i32, tag: i32) -> Result<Status> {
         let mut spins = 0;
         loop {
-            if let Some(st) = self.iprobe(c, src, tag)? {
-                return Ok(st);
+            match self.iprobe(c, src, tag) {
+                Ok(Some(st)) => return Ok(st),
+                Ok(None) => self.idle_wait(&mut spins),
+                Err(Error::ProcFailedPending) => return Err(self.blocking_failure(c)),
+                Err(e) => return Err(e),
             }
-            self.idle_wait(&mut spins);
+        }
+    }
+
+    /// The error a blocking wildcard call on `c` ends with when a failure is not acknowledged:
+    /// [`Error::ProcFailed`] with the failed ranks of `c` not acknowledged.
+    fn blocking_failure(&self, c: CommId) -> Error {
+        match self.core.comms.get(c) {
+            Ok(comm) => {
+                let list = &self.core.failed.list;
+                let unacked = &list[comm.acked.min(list.len())..];
+                Error::ProcFailed { ranks: unacked.iter().filter_map(|&w| comm.rank_of_world(w)).collect() }
+            }
+            Err(e) => e,
         }
     }
 

@@ -555,3 +555,62 @@ fn matched_probe_takes_the_message_out_of_matching() {
         }
     });
 }
+
+#[test]
+fn blocking_probe_ends_on_revoke_and_on_failure() {
+    run(3, 16, |me, e, net| {
+        let w = e.world();
+        let d = e.comm_dup(w).unwrap();
+        // A revoke notice (class 41) names a communicator to revoke locally.
+        e.ext()
+            .set_handler(
+                41,
+                Box::new(|e, _, _, p| {
+                    let _ = e.revoke_local(CommId::from_raw(u64::from_le_bytes(p.try_into().unwrap())));
+                }),
+            )
+            .unwrap();
+        e.barrier(w).unwrap();
+        match me {
+            0 => {
+                // Nothing is ever sent on `d`: only the revoke (a control message rank 1
+                // handles by revoking locally) can end this probe.
+                assert_eq!(e.probe(d, 1, 3).unwrap_err(), Error::Revoked);
+                assert_eq!(e.probe(d, ANY_SOURCE, 3).unwrap_err(), Error::Revoked);
+                assert_eq!(e.iprobe(d, 1, 3).unwrap_err(), Error::Revoked);
+                e.barrier(w).unwrap();
+                // Rank 2 dies without sending: a probe for it, and a wildcard probe while
+                // its failure is not acknowledged, end with ProcFailed.
+                assert_eq!(e.probe(w, 2, 4).unwrap_err(), Error::ProcFailed { ranks: vec![2] });
+                assert_eq!(e.probe(w, ANY_SOURCE, 4).unwrap_err(), Error::ProcFailed { ranks: vec![2] });
+                assert_eq!(e.iprobe(w, ANY_SOURCE, 4).unwrap_err(), Error::ProcFailedPending);
+                assert_eq!(e.ack_failed(w).unwrap(), 1);
+                e.send(w, b"go", 1, 5).unwrap();
+                // Acknowledged: a wildcard probe waits for a live sender again.
+                let st = e.probe(w, ANY_SOURCE, 4).unwrap();
+                assert_eq!((st.source, st.count), (1, 2));
+                let mut b = [0u8; 2];
+                e.recv(w, &mut b, 1, 4).unwrap();
+                assert_eq!(&b, b"ok");
+            }
+            1 => {
+                std::thread::sleep(Duration::from_millis(50));
+                let hdr = Header { class: 41, len: 8, ..Header::default() };
+                // Both processes created the same communicators in the same order, so the
+                // raw handle of `d` is the same on rank 0.
+                e.ext().send_ctrl(0, hdr, &d.to_raw().to_le_bytes()).unwrap();
+                e.ext().revoke_local(d).unwrap();
+                e.barrier(w).unwrap();
+                // Sent only once rank 0 acknowledged rank 2's failure, so that its wildcard
+                // probes before that cannot find it.
+                let mut b = [0u8; 2];
+                e.recv(w, &mut b, 0, 5).unwrap();
+                e.send(w, b"ok", 0, 4).unwrap();
+            }
+            _ => {
+                e.barrier(w).unwrap();
+                *net.dead[2].lock().unwrap() = true;
+            }
+        }
+    });
+}

@@ -2,7 +2,7 @@
 //! (0 = generation, 1..=dim = sorting rounds, dim+1 = verification) on its attempt A of that
 //! step (default 0), so that crashes can follow one another at chosen points. Slow-downs start
 //! at the beginning of step R and last S seconds: `--stop W@R:S` (a helper shell SIGSTOPs W for
-//! 0.5 s and lets it run 0.05 s, in turn) and `--busy W@R:S` (a competing busy process that
+//! 1 s and lets it run 0.05 s, in turn) and `--busy W@R:S` (a competing busy process that
 //! inherits W's CPU affinity, so it shares W's core when ranks are pinned).
 
 /// One planned crash.
@@ -59,7 +59,7 @@ pub fn maybe_slow(slows: &[Slow], me: u32, step: u32, attempt: u32) -> Result<()
             format!(
                 "end=$(( $(date +%s%N) / 1000000 + {ms} )); \
                  while [ $(( $(date +%s%N) / 1000000 )) -lt $end ]; do \
-                 kill -STOP {pid} || exit 0; sleep 0.5; kill -CONT {pid}; sleep 0.05; done; kill -CONT {pid}",
+                 kill -STOP {pid} || exit 0; sleep 1; kill -CONT {pid}; sleep 0.05; done; kill -CONT {pid}",
                 ms = (s.secs * 1000.0) as u64
             )
         } else {

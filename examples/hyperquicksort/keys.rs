@@ -4,8 +4,11 @@
 //! `tick` every [`CHUNK`] keys: with the diagnosis on, a process answers its tests only while
 //! it is inside weft, so long computations must give it a turn.
 
-/// Keys handled between two calls of a `tick`.
-pub const CHUNK: usize = 1 << 20;
+/// Keys handled between two calls of a `tick`: about a millisecond of work, so that the
+/// process answers a test within a few ms of CPU time (at 2^20 keys a chunk was 10–25 ms of
+/// CPU, which oversubscription stretched to 300–500 ms of wall time between two calls); a
+/// progress call costs well under a microsecond.
+pub const CHUNK: usize = 1 << 16;
 
 /// SplitMix64's output function: a bijective 64-bit mix.
 fn mix(mut z: u64) -> u64 {

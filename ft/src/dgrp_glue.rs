@@ -3,11 +3,15 @@
 //! - Nothing is installed until [`DgrpGlue::start`]: no handler, no activity, so the diagnosis
 //!   costs the data path nothing while it is off (the default).
 //! - On start: a handler for the `DGRP` message class (decode — malformed payloads are
-//!   counted and dropped — then the state machine) and one **slow-path activity** (advanced
-//!   every engine slow period and on every new failure, no thread of its own): it feeds new
-//!   entries of the engine's failure table to the state machine as crashes and ticks it.
-//!   After [`DgrpGlue::stop`] the activity ends at its next advance and the handler drops
-//!   what still arrives.
+//!   counted and dropped — then the state machine) and one **activity** advanced by every
+//!   progress call (no thread of its own): it feeds new entries of the engine's failure table
+//!   to the state machine as crashes and ticks it. Every progress call, not the engine's
+//!   slow path: the slow path runs once in 64 progress calls, and an application that calls
+//!   weft once per chunk of computation (a sort ticking every million keys) then ticked the
+//!   diagnosis only every second or so — tests went out late and the state machine took the
+//!   gaps for its own stalls. Each tick is a clock read and a look at the tests in flight;
+//!   it costs only while the diagnosis is on. After [`DgrpGlue::stop`] the activity ends at
+//!   its next advance and the handler drops what still arrives.
 //! - The **round barrier** is one blocking agreement ([`Ft::agree_value`]) on the internal
 //!   communicator given at start (a private duplicate of the world, so its agreements never
 //!   interleave with the application's): every live process contributes, all apply the same
@@ -127,7 +131,7 @@ impl DgrpGlue {
             )?;
             g.handler = true;
         }
-        e.spawn_slow(Box::new(Driver { st: self.st.clone(), generation: g.generation }));
+        e.spawn(Box::new(Driver { st: self.st.clone(), generation: g.generation }));
         Ok(())
     }
 

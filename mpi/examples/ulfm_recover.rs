@@ -1,7 +1,10 @@
 //! A ULFM recovery through the MPI library's exported functions, as an MPI program would do
 //! it: the last rank dies, the survivors see `MPIX_ERR_PROC_FAILED` (or `MPIX_ERR_REVOKED`),
-//! revoke, agree, shrink, and compute on the shrunken communicator. Prints one verdict line
-//! per survivor; run under `weft-run -n N` (N >= 2).
+//! revoke, agree, shrink, and compute on the shrunken communicator. Before that, blocking
+//! probes on a duplicate of the world for messages that never come must end like receives:
+//! `MPIX_ERR_PROC_FAILED` for the dead rank and for `MPI_ANY_SOURCE` while its failure is not
+//! acknowledged, `MPIX_ERR_REVOKED` once a survivor revoked the duplicate. Prints one verdict
+//! line per survivor; run under `weft-run -n N` (N >= 2).
 
 use std::ffi::c_int;
 use std::ptr::null_mut;
@@ -18,10 +21,14 @@ fn main() {
         MPI_Comm_rank(MPI_COMM_WORLD, &mut rank);
         MPI_Comm_size(MPI_COMM_WORLD, &mut size);
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        let mut dup: MPI_Comm = MPI_COMM_NULL;
+        assert_eq!(MPI_Comm_dup(MPI_COMM_WORLD, &mut dup), MPI_SUCCESS);
+        MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
         let victim = size - 1;
         if rank == victim {
             libc::raise(libc::SIGKILL);
         }
+        probes_end_on_failure_and_revoke(dup, rank, size, victim);
         // Survivors: a barrier that includes the dead rank fails (or is revoked by a peer that
         // saw the failure first).
         let rc = loop {
@@ -85,6 +92,39 @@ fn main() {
         println!("rank {rank}: recovered, {ssize} survivors agree and sum {sum}");
         MPI_Comm_free(&mut again);
         MPI_Comm_free(&mut shrunk);
+        MPI_Comm_free(&mut dup);
         MPI_Finalize();
+    }
+}
+
+/// Blocking probes on `dup` (a duplicate of the world where nothing is ever sent) end with
+/// the failure of `victim`, then with the revoke of `dup` by rank 1 (by rank 0 when it is the
+/// only survivor).
+///
+/// # Safety
+/// MPI is initialized and `dup` is a live communicator of every rank but `victim`.
+unsafe fn probes_end_on_failure_and_revoke(dup: MPI_Comm, rank: c_int, size: c_int, victim: c_int) {
+    let ignore = MPI_STATUS_IGNORE as *mut MPI_Status;
+    // SAFETY: MPI is initialized (the caller's contract); every pointer is to a live local or is
+    // MPI_STATUS_IGNORE.
+    unsafe {
+        assert_eq!(MPI_Probe(victim, 7, dup, ignore), MPIX_ERR_PROC_FAILED, "probe of the dead rank");
+        assert_eq!(
+            MPI_Probe(MPI_ANY_SOURCE, 7, dup, ignore),
+            MPIX_ERR_PROC_FAILED,
+            "wildcard probe with a failure not acknowledged"
+        );
+        let mut nacked: c_int = -1;
+        assert_eq!(MPIX_Comm_ack_failed(dup, size, &mut nacked), MPI_SUCCESS);
+        assert_eq!(nacked, 1);
+        let revoker = if size > 2 { 1 } else { 0 };
+        if rank == revoker {
+            assert_eq!(MPIX_Comm_revoke(dup), MPI_SUCCESS);
+        }
+        // Acknowledged: only the revoke can end these probes (at the other survivors, while
+        // they wait).
+        assert_eq!(MPI_Probe(MPI_ANY_SOURCE, 8, dup, ignore), MPIX_ERR_REVOKED, "wildcard probe, revoked");
+        let peer = if rank == 0 { size - 2 } else { 0 };
+        assert_eq!(MPI_Probe(peer, 8, dup, ignore), MPIX_ERR_REVOKED, "probe of rank {peer}, revoked");
     }
 }

@@ -26,9 +26,17 @@
 //!   members abstain); the barrier's agreement readmits a proposed candidate when no member
 //!   voted against it ([`barrier`]). Nobody readmits alone, so the view stays the same
 //!   everywhere.
-//! - **Own stalls**: a tester that did not run for over half the threshold floor (it was
-//!   itself stopped or starved) drops the tests whose deadline passed meanwhile instead of
-//!   blaming the tested processes for its own delay.
+//! - **Own stalls**: a tester that did not run for over half a test's threshold (it was
+//!   itself stopped or starved) drops that test if its deadline passed meanwhile instead of
+//!   blaming the tested process for its own delay.
+//! - **Own gaps** ([`gaps`]): a process answers tests only when it runs (inside the
+//!   application's calls into weft), so a healthy process's reply waits for its next call;
+//!   under oversubscription that gap is the application's compute between two calls
+//!   stretched by the scheduler (measured: 10–25 ms of CPU in 300–500 ms of wall time at 8
+//!   ranks on 2 cores at load 20–30). A tester sees the same gaps between its own runs, so
+//!   its threshold for every process is at least `factor ×` its own longest recent gap
+//!   (never above the highest threshold): what it would itself have taken to answer is not
+//!   held against another process.
 //!
 //! Invariants (checked by the simulator over random seeds): every process returns the same
 //! view from a round barrier; a member slowed beyond the threshold is removed within a
@@ -37,6 +45,7 @@
 //! never rejoins.
 
 pub mod barrier;
+pub mod gaps;
 pub mod graph;
 pub mod msg;
 pub mod rto;
@@ -46,6 +55,7 @@ use std::rc::Rc;
 
 use crate::agree::Value;
 use crate::{for_each_bmg_neighbor, RankSet};
+use gaps::Gaps;
 pub use msg::Msg;
 use rto::Rto;
 
@@ -193,6 +203,7 @@ pub struct Dgrp {
     next_seq: u32,
     next_round: u64,
     last_run: Option<u64>,
+    gaps: Gaps,
     pending_events: Vec<(u32, u32)>,
     verdicts: Vec<Verdict>,
     view: Option<Vec<u32>>,
@@ -217,6 +228,7 @@ impl Dgrp {
             next_seq: 0,
             next_round: now,
             last_run: None,
+            gaps: Gaps::new(opts.interval.saturating_mul(gaps::WINDOW_INTERVALS)),
             pending_events: Vec::new(),
             verdicts: Vec::new(),
             view: None,
@@ -271,9 +283,18 @@ impl Dgrp {
         self.peers.get(&r).map_or(0, |p| p.streak)
     }
 
-    /// The recommendation threshold this process uses for `r` (ns).
+    /// The recommendation threshold this process uses for `r` (ns): the estimate from `r`'s
+    /// replies, raised to this process's own-gap allowance.
     pub fn threshold(&self, r: u32) -> u64 {
-        self.peers.get(&r).map_or_else(|| self.fresh_rto().threshold(), |p| p.rto.threshold())
+        let rto = self.peers.get(&r).map_or_else(|| self.fresh_rto().threshold(), |p| p.rto.threshold());
+        rto.max(self.gap_allowance())
+    }
+
+    /// The least threshold this process applies to anyone: `factor ×` its own longest gap
+    /// between two runs in the recent window, at most the highest threshold.
+    pub fn gap_allowance(&self) -> u64 {
+        let a = self.opts.factor * self.gaps.max() as f64;
+        (a.min(self.opts.initial_threshold as f64)) as u64
     }
 
     fn fresh_rto(&self) -> Rto {
@@ -299,41 +320,57 @@ impl Dgrp {
     /// test in flight.
     pub fn next_deadline(&self) -> u64 {
         let mut t = self.next_round;
+        let floor = self.gap_allowance();
         for p in self.peers.values() {
             if let Some(f) = p.inflight {
-                t = t.min(f.sent.saturating_add(p.rto.threshold()).saturating_add(1));
+                t = t.min(f.sent.saturating_add(p.rto.threshold().max(floor)).saturating_add(1));
             }
         }
         t
     }
 
-    /// Note that this process runs at `now`. If it had not run for over half the threshold
-    /// floor (it was itself stopped or starved), the tests whose deadline passed meanwhile are
-    /// dropped without a verdict: their lateness may be this process's own.
+    /// Note that this process runs at `now`: the gap since its last run goes to the own-gap
+    /// window. If it had not run for over half a test's threshold (it was itself stopped or
+    /// starved) and the test's deadline passed meanwhile, the test is dropped without a
+    /// verdict: its lateness may be this process's own.
     fn ran(&mut self, now: u64) {
-        let stalled = self.last_run.is_some_and(|t| now.saturating_sub(t) > self.opts.min_threshold / 2);
+        let Some(gap) = self.last_run.map(|t| now.saturating_sub(t)) else {
+            self.last_run = Some(now);
+            return;
+        };
         self.last_run = Some(now);
-        if stalled {
-            for p in self.peers.values_mut() {
-                if p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > p.rto.threshold()) {
-                    p.inflight = None;
-                    self.stats.own_stalls += 1;
-                }
+        let floor = self.gap_allowance();
+        self.gaps.note(now, gap);
+        if gap <= self.opts.min_threshold / 2 {
+            return;
+        }
+        for p in self.peers.values_mut() {
+            let th = p.rto.threshold().max(floor);
+            // Only a stall long against the test's threshold drops it. A shorter one cannot
+            // hide a reply from the tick that expires the test (the engine hands a progress
+            // call's messages to the handler before it ticks the activities), and it is
+            // already within the own-gap allowance.
+            if gap > th / 2 && p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > th) {
+                p.inflight = None;
+                self.stats.own_stalls += 1;
             }
         }
     }
 
     /// Timer: fail the tests past their threshold, and start the tests of a new interval.
-    /// Call it at least every quarter of the threshold floor so that ordinary gaps between
-    /// calls are not taken for this process's own stalls.
+    /// Call it whenever this process runs (the engine: every progress call): the gaps between
+    /// calls are this process's own gaps ([`gaps`]), and a gap over half a test's threshold
+    /// is taken for its own stall.
     pub fn tick(&mut self, now: u64) -> Vec<Action> {
         let mut out = Vec::new();
         self.ran(now);
+        let floor = self.gap_allowance();
         let expired: Vec<(u32, u64)> = self
             .peers
             .iter()
-            .filter(|(_, p)| p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > p.rto.threshold()))
-            .map(|(&r, p)| (r, p.rto.threshold()))
+            .map(|(&r, p)| (r, p, p.rto.threshold().max(floor)))
+            .filter(|(_, p, th)| p.inflight.is_some_and(|f| now.saturating_sub(f.sent) > *th))
+            .map(|(r, _, th)| (r, th))
             .collect();
         for (r, th) in expired {
             if let Some(p) = self.peers.get_mut(&r) {
@@ -392,6 +429,7 @@ impl Dgrp {
             Msg::TestReply { seq, result } => {
                 self.ran(now);
                 let member = self.is_member(from);
+                let floor = self.gap_allowance();
                 let Some(p) = self.peers.get_mut(&from) else {
                     self.stats.stale += 1;
                     return out;
@@ -400,7 +438,7 @@ impl Dgrp {
                     Some(f) if f.seq == seq => {
                         p.inflight = None;
                         let rtt = now.saturating_sub(f.sent);
-                        let th = p.rto.threshold();
+                        let th = p.rto.threshold().max(floor);
                         if result != self.expected {
                             self.stats.wrong += 1;
                             self.failed_test(Verdict { rank: from, rtt: None, threshold: th });

@@ -269,3 +269,52 @@ fn a_crash_learned_after_the_decision_keeps_the_counter_odd() {
     assert_eq!(d.apply_barrier(&next), vec![0, 1, 2]);
     assert_eq!(d.counter(3), 1);
 }
+
+/// A tester that runs every `period` ns tests process 1, which answers within 10 µs for 20
+/// testing intervals and then once after `last_rtt`: is 1 still recommended after that test?
+fn member_after_one_slow_reply(period: u64, last_rtt: u64) -> (bool, u64) {
+    let o = opts();
+    let good = (o.task)(o.task_arg);
+    let mut a = Dgrp::new(2, 0, o, 0).unwrap();
+    let mut t = 0;
+    let mut tests = 0;
+    let mut due: Option<(u64, u32)> = None;
+    while tests <= 20 || due.is_some() {
+        for Action::Send { msg, .. } in a.tick(t) {
+            if let Msg::TestReq { seq, .. } = msg {
+                tests += 1;
+                // Tests after the slow one go unanswered (the loop ends with its reply).
+                if tests <= 21 {
+                    due = Some((t + if tests > 20 { last_rtt } else { 10_000 }, seq));
+                }
+            }
+        }
+        if let Some((at, seq)) = due.filter(|d| d.0 < t + period) {
+            // The reply arrives while this process runs (the driver's message handler).
+            a.on_msg(1, Msg::TestReply { seq, result: good }, at);
+            due = None;
+        }
+        t += period;
+    }
+    (a.is_member(1), a.gap_allowance())
+}
+
+#[test]
+fn own_gaps_raise_the_threshold_for_everyone() {
+    // Running every 0.1 ms, this tester's threshold for 1 is down to the 1 ms floor: a reply
+    // after 1.1 ms fails.
+    let (member, allowance) = member_after_one_slow_reply(MS / 10, 11 * MS / 10);
+    assert!(!member);
+    assert_eq!(allowance, 250_000);
+    // Running every 0.45 ms (not a stall: under half the floor), it would itself have taken
+    // up to 0.45 ms to answer: its threshold for everyone is at least 2.5 × 0.45 ms =
+    // 1.125 ms, and the same reply passes.
+    let (member, allowance) = member_after_one_slow_reply(9 * MS / 20, 11 * MS / 10);
+    assert!(member);
+    assert_eq!(allowance, 1_125_000);
+    // Not beyond the allowance…
+    assert!(!member_after_one_slow_reply(9 * MS / 20, 6 * MS / 5).0);
+    // …and never above the highest threshold (4 ms): a process stopped for a long time is
+    // still removed by a tester with gaps of up to half the floor.
+    assert!(!member_after_one_slow_reply(49 * MS / 100, 5 * MS).0);
+}
