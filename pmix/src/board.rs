@@ -128,12 +128,12 @@ impl BoardWriter {
 
     /// The ranks `dead` died; the launcher saw it at `seen_ns`. Wakes every other rank, and
     /// expects `readers` of them to read the board (see [`BoardWriter::wait_read`]). Ranks out
-    /// of range are ignored.
-    pub fn mark_dead(&self, dead: &[u32], seen_ns: u64, readers: u32) {
+    /// of range are ignored; false if that left none (nothing written, nobody to wait for).
+    pub fn mark_dead(&self, dead: &[u32], seen_ns: u64, readers: u32) -> bool {
         let n = self.map.n;
         let dead: Vec<usize> = dead.iter().map(|&r| r as usize).filter(|&r| r < n).collect();
         if dead.is_empty() {
-            return;
+            return false;
         }
         for &r in &dead {
             self.map.seen_ns(r).store(seen_ns, Ordering::Relaxed);
@@ -143,6 +143,7 @@ impl BoardWriter {
         for s in (0..n).filter(|s| !dead.contains(s)) {
             self.map.flag(s).store(true, Ordering::Release);
         }
+        true
     }
 
     /// Wait until the readers announced by the last [`BoardWriter::mark_dead`] have read it,
@@ -287,7 +288,7 @@ mod tests {
         let mut out = vec![];
         r0.poll(&mut out);
         assert!(out.is_empty() && !r0.flag().load(Ordering::Relaxed));
-        w.mark_dead(&[2], 1234, 3);
+        assert!(w.mark_dead(&[2], 1234, 3));
         assert!(r0.flag().load(Ordering::Relaxed) && !r2.flag().load(Ordering::Relaxed));
         r0.poll(&mut out);
         assert_eq!(out, [2]);
@@ -301,7 +302,7 @@ mod tests {
         again.poll(&mut out);
         assert_eq!(out, [2, 1]);
         assert!(!r2.flag().load(Ordering::Relaxed), "one flag per rank: its new incarnation took it");
-        w.mark_dead(&[9], 0, 3); // out of range: ignored
+        assert!(!w.mark_dead(&[9], 0, 3), "out of range: ignored");
     }
 
     fn reader_of(w: &BoardWriter, me: usize) -> Board {
@@ -314,7 +315,7 @@ mod tests {
         let w = BoardWriter::create(6).unwrap();
         let mut r0 = reader_of(&w, 0);
         let mut r4 = reader_of(&w, 4);
-        w.mark_dead(&[4, 5, 77], 5, 4);
+        assert!(w.mark_dead(&[4, 5, 77], 5, 4));
         assert!(!r4.flag().load(Ordering::Relaxed), "a dead rank's flag is not raised");
         let mut out = vec![];
         r0.poll(&mut out);

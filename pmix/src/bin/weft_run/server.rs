@@ -599,10 +599,12 @@ impl Server {
                 .iter()
                 .take(b.ranks() as usize)
                 .filter(|st| st.connected && !st.finalized && st.proc_.ended.is_none());
-            b.mark_dead(&failed, seen_ns, readers.count() as u32);
             // The PMIx event's wake-ups would compete with the survivors for the cores (see
             // `weft_pmix::board`): it waits until they have read the board, within a bound.
-            b.wait_read(BOARD_READ_BOUND);
+            // Spawned processes are not on the board: their deaths go by the event alone.
+            if b.mark_dead(&failed, seen_ns, readers.count() as u32) {
+                b.wait_read(BOARD_READ_BOUND);
+            }
         }
         let res = match node {
             Some(n) => self.pmix.notify_node_down(n, &failed, seen_ns),
