@@ -13,7 +13,9 @@ use crate::request::{Phase, ReqId};
 use crate::{Engine, ProgressMode, Status, ANY_SOURCE};
 
 impl Engine {
-    /// Make progress on every transport once; returns how many events happened.
+    /// Make progress on every transport once; returns how many events happened (messages,
+    /// and failures learned: a wait loop that just learned of one looks at its request before
+    /// it yields the core).
     pub fn progress(&mut self) -> usize {
         let mut n = 0;
         let core = &mut self.core;
@@ -29,7 +31,7 @@ impl Engine {
         if self.failure_wakes.iter().any(|f| f.load(Ordering::Relaxed))
             || (self.idle.is_multiple_of(64) && self.last_slow.elapsed() >= self.cfg.slow_period)
         {
-            self.slow_path();
+            n += self.slow_path();
         }
         n
     }
@@ -75,8 +77,9 @@ impl Engine {
         n
     }
 
-    /// Poll failure sources now (normally done on the slow path every `slow_period`).
-    pub fn slow_path(&mut self) {
+    /// Poll failure sources now (normally done on the slow path every `slow_period`); returns
+    /// how many ranks it newly found failed.
+    pub fn slow_path(&mut self) -> usize {
         self.last_slow = Instant::now();
         let mut found = std::mem::take(&mut self.scratch);
         // origins[k] says where found[k] came from.
@@ -108,6 +111,7 @@ impl Engine {
                 self.run_rndv();
             }
         }
+        let known = self.core.failed.list.len();
         for (w, origin) in found.drain(..).zip(origins.drain(..)) {
             self.notify_failed_from(w, origin);
         }
@@ -116,6 +120,7 @@ impl Engine {
         if self.extensions.has_slow() {
             self.run_slow_activities();
         }
+        self.core.failed.list.len().saturating_sub(known)
     }
 
     /// Spend one idle iteration of a wait loop according to the progress mode: progress, and

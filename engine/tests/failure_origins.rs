@@ -1,5 +1,6 @@
 //! Where the engine learned of a failure: one count per failed rank, for the first source;
-//! a failure source's wake flag makes the next progress call poll it.
+//! a failure source's wake flag makes the next progress call poll it, and that call counts
+//! the failures it learned as events.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,11 +21,11 @@ fn engine_with_source(queue: Arc<Mutex<Vec<u32>>>) -> Engine {
 fn runtime_notices_are_counted_once_per_rank() {
     let q = Arc::new(Mutex::new(vec![2, 3]));
     let mut e = engine_with_source(q.clone());
-    e.slow_path();
+    assert_eq!(e.slow_path(), 2, "two ranks newly failed");
     assert_eq!(e.stats().learned.runtime, 2);
     // The same ranks again, and self: nothing new.
     q.lock().unwrap().extend([2, 3, 0]);
-    e.slow_path();
+    assert_eq!(e.slow_path(), 0);
     assert_eq!(e.stats().learned.runtime, 2);
     assert_eq!(e.stats().learned.upper, 0);
     let mut failed = e.failed_world_ranks().to_vec();
@@ -39,11 +40,12 @@ fn wake_flag_polls_the_source_at_the_next_progress_call() {
     let mut e = engine_with_source(q);
     e.wake_on(&FLAG);
     for _ in 0..200 {
-        e.progress();
+        assert_eq!(e.progress(), 0, "nothing happened");
     }
     assert!(e.failed_world_ranks().is_empty(), "polled without the flag before the period");
     FLAG.store(true, Ordering::Relaxed);
-    e.progress();
+    // The failure counts as an event: a wait loop looks at its request before it yields.
+    assert_eq!(e.progress(), 1);
     assert_eq!(e.failed_world_ranks(), [1]);
     assert_eq!(e.stats().learned.runtime, 1);
 }

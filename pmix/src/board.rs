@@ -1,18 +1,29 @@
 //! The launcher's failure board: a shared-memory page through which `weft-run` tells every
-//! rank of a death directly, beside its PMIx termination event.
+//! rank of a death directly, before its PMIx termination event.
 //!
 //! The PMIx event travels launcher → PMIx server thread → one socket per client → each
 //! client's PMIx progress thread → the event handler, a wake-up per survivor; with more ranks
 //! than cores those wake-ups queue behind busy ranks. The board skips them: `weft-run`
 //! writes the death into a page every rank maps, and each rank's progress engine checks its
 //! own flag in the page at every progress call (one relaxed load, as for the PMIx event flag).
+//! The PMIx event still follows (spawned processes and other PMIx clients have no board), but
+//! only once the ranks have read the board or a bound has passed: sent at once, its wake-ups
+//! (the server thread, then every client's thread, tens of µs each) take the cores the
+//! survivors need to reach their next progress call, which at 16 ranks on 2 cores was most
+//! of the detection time.
 //!
 //! Layout (a memfd of `n` ranks, inherited by the ranks; its descriptor number is in
-//! `WEFT_RUN_BOARD`): a header (`MAGIC`, `n`), then per rank the launcher's observation time of
-//! its last death (`u64`, CLOCK_MONOTONIC ns), its death count (`u32`) and its wake flag
-//! (`bool`). The launcher writes time, then count (release), then sets every other rank's
-//! flag (release); a rank clears its flag, then compares the counts (acquire) with those it
-//! has seen: a death is reported once, and one written while it scans raises the flag again.
+//! `WEFT_RUN_BOARD`): a header (`MAGIC`, `n`, the count of ranks yet to read the last
+//! deaths, a futex word), then per rank the launcher's observation time of its last death
+//! (`u64`, CLOCK_MONOTONIC ns), its death count (`u32`) and its wake flag (`bool`). The
+//! launcher writes the times, then the counts (release), then the number of readers it
+//! waits for, then sets the flag of every rank not among the dead (release); a rank clears
+//! its flag, then compares the counts (acquire) with those it has seen: a death is reported
+//! once, and one written while it scans raises the flag again. A rank that cleared its flag
+//! takes one off the readers count and the last one wakes the launcher (`FUTEX_WAKE` without
+//! the private flag: the page is shared between processes); a syscall on the failure path
+//! only, once per rank and death. All the deaths of one call are written before any flag, so
+//! a node's ranks are reported together.
 //! A rank takes the counts it finds at start as its baseline, so a rank respawned with the
 //! same number (global restart) is not taken for dead by a new epoch.
 
@@ -20,6 +31,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use nix::sys::mman::{mmap, MapFlags, ProtFlags};
 
@@ -72,6 +84,10 @@ impl Mapping {
     fn ranks(&self) -> &AtomicU64 {
         self.at(8)
     }
+    /// Ranks that have yet to read the last deaths (the launcher's futex word).
+    fn unread(&self) -> &AtomicU32 {
+        self.at(16)
+    }
     fn seen_ns(&self, r: usize) -> &AtomicU64 {
         self.at(HEADER + 8 * r)
     }
@@ -100,21 +116,64 @@ impl BoardWriter {
         Ok(BoardWriter { map, fd })
     }
 
+    /// How many ranks the board holds (the job started on the command line).
+    pub fn ranks(&self) -> u32 {
+        self.map.n as u32
+    }
+
     /// The descriptor number the ranks find in [`ENV_BOARD`].
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
-    /// Rank `r` died; the launcher saw it at `seen_ns`. Wakes every other rank.
-    pub fn mark_dead(&self, r: u32, seen_ns: u64) {
-        let r = r as usize;
-        if r >= self.map.n {
-            return;
+    /// The ranks `dead` died; the launcher saw it at `seen_ns`. Wakes every other rank, and
+    /// expects `readers` of them to read the board (see [`BoardWriter::wait_read`]). Ranks out
+    /// of range are ignored; false if that left none (nothing written, nobody to wait for).
+    pub fn mark_dead(&self, dead: &[u32], seen_ns: u64, readers: u32) -> bool {
+        let n = self.map.n;
+        let dead: Vec<usize> = dead.iter().map(|&r| r as usize).filter(|&r| r < n).collect();
+        if dead.is_empty() {
+            return false;
         }
-        self.map.seen_ns(r).store(seen_ns, Ordering::Relaxed);
-        self.map.deaths(r).fetch_add(1, Ordering::Release);
-        for s in (0..self.map.n).filter(|&s| s != r) {
+        for &r in &dead {
+            self.map.seen_ns(r).store(seen_ns, Ordering::Relaxed);
+            self.map.deaths(r).fetch_add(1, Ordering::Release);
+        }
+        self.map.unread().store(readers, Ordering::Release);
+        for s in (0..n).filter(|s| !dead.contains(s)) {
             self.map.flag(s).store(true, Ordering::Release);
+        }
+        true
+    }
+
+    /// Wait until the readers announced by the last [`BoardWriter::mark_dead`] have read it,
+    /// or `bound` has passed; true if they all did. Sleeps on the futex word (no spinning).
+    pub fn wait_read(&self, bound: Duration) -> bool {
+        let end = Instant::now() + bound;
+        loop {
+            let left = self.map.unread().load(Ordering::Acquire);
+            if left == 0 {
+                return true;
+            }
+            let Some(rest) = end.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
+                return false;
+            };
+            let ts =
+                libc::timespec { tv_sec: rest.as_secs() as libc::time_t, tv_nsec: rest.subsec_nanos() as _ };
+            // SAFETY: FUTEX_WAIT on a 4-byte aligned word inside our live shared mapping, with
+            // a valid relative timeout; it only reads the word. EAGAIN (changed), EINTR and
+            // ETIMEDOUT all lead back to the check above.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.map.unread().as_ptr(),
+                    libc::FUTEX_WAIT,
+                    left,
+                    &ts as *const libc::timespec,
+                    std::ptr::null::<u32>(),
+                    0u32,
+                )
+            };
         }
     }
 }
@@ -193,6 +252,15 @@ impl Board {
         if !self.map.flag(self.me).swap(false, Ordering::AcqRel) {
             return;
         }
+        // One reader fewer; the last one wakes the launcher. A flag raised again before this
+        // rank read the first one is read once: the count then never reaches 0 and the
+        // launcher's wait ends by its bound.
+        let unread = self.map.unread();
+        if unread.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| u.checked_sub(1)) == Ok(1) {
+            // SAFETY: FUTEX_WAKE of the launcher on a 4-byte aligned word of the live shared
+            // mapping; the kernel only uses its address.
+            unsafe { libc::syscall(libc::SYS_futex, unread.as_ptr(), libc::FUTEX_WAKE, 1i32) };
+        }
         for r in (0..self.map.n).filter(|&r| r != self.me) {
             let d = self.map.deaths(r).load(Ordering::Acquire);
             if d != self.known[r] {
@@ -220,7 +288,7 @@ mod tests {
         let mut out = vec![];
         r0.poll(&mut out);
         assert!(out.is_empty() && !r0.flag().load(Ordering::Relaxed));
-        w.mark_dead(2, 1234);
+        assert!(w.mark_dead(&[2], 1234, 3));
         assert!(r0.flag().load(Ordering::Relaxed) && !r2.flag().load(Ordering::Relaxed));
         r0.poll(&mut out);
         assert_eq!(out, [2]);
@@ -230,10 +298,52 @@ mod tests {
         // Rank 2 respawned: its new board starts from the counts it finds.
         let mut again =
             Board { known: (0..4).map(|r| w.map.deaths(r).load(Ordering::Acquire)).collect(), ..reader(2) };
-        w.mark_dead(1, 99);
+        w.mark_dead(&[1], 99, 2);
         again.poll(&mut out);
         assert_eq!(out, [2, 1]);
         assert!(!r2.flag().load(Ordering::Relaxed), "one flag per rank: its new incarnation took it");
-        w.mark_dead(9, 0); // out of range: ignored
+        assert!(!w.mark_dead(&[9], 0, 3), "out of range: ignored");
+    }
+
+    fn reader_of(w: &BoardWriter, me: usize) -> Board {
+        let map = Box::leak(Box::new(Mapping::map(&w.fd.try_clone().unwrap(), w.map.n).unwrap()));
+        Board { map, me, known: vec![0; w.map.n] }
+    }
+
+    #[test]
+    fn a_node_is_reported_in_one_poll() {
+        let w = BoardWriter::create(6).unwrap();
+        let mut r0 = reader_of(&w, 0);
+        let mut r4 = reader_of(&w, 4);
+        assert!(w.mark_dead(&[4, 5, 77], 5, 4));
+        assert!(!r4.flag().load(Ordering::Relaxed), "a dead rank's flag is not raised");
+        let mut out = vec![];
+        r0.poll(&mut out);
+        assert_eq!(out, [4, 5]);
+        r4.poll(&mut out);
+        assert_eq!(out, [4, 5], "nothing for the dead rank's own mapping");
+    }
+
+    #[test]
+    fn the_last_reader_wakes_the_launcher_through_another_mapping() {
+        let w = BoardWriter::create(3).unwrap();
+        let readers: Vec<Board> = (0..2).map(|me| reader_of(&w, me)).collect();
+        w.mark_dead(&[2], 7, 2);
+        // Nobody read it: the wait ends by its bound.
+        assert!(!w.wait_read(Duration::from_millis(1)));
+        // The readers (their own mappings of the memfd, as in another process) read it
+        // while the launcher sleeps; the last one wakes it.
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            let mut out = vec![];
+            for mut r in readers {
+                r.poll(&mut out);
+                r.poll(&mut out); // a second poll takes nothing more off
+            }
+            out
+        });
+        assert!(w.wait_read(Duration::from_secs(120)), "woken by the last reader");
+        assert_eq!(t.join().unwrap(), [2, 2]);
+        assert_eq!(w.map.unread().load(Ordering::Relaxed), 0);
     }
 }

@@ -449,9 +449,6 @@ fn detect(x: &Ctx, src: &str) -> WeftResult<()> {
     let limit = Instant::now() + Duration::from_secs(if freeze { 20 } else { 5 });
     let mut last_send = 0u64;
     let ok = loop {
-        if x.w.failed_world_ranks().contains(&v) {
-            break true;
-        }
         if Instant::now() > limit {
             break false;
         }
@@ -462,6 +459,11 @@ fn detect(x: &Ctx, src: &str) -> WeftResult<()> {
             last_send = mono_ns();
         }
         x.w.progress();
+        // The table is read right after the progress call that may have filled it: a yield
+        // first would add a round of every other rank on the core (ms on a loaded host).
+        if x.w.failed_world_ranks().contains(&v) {
+            break true;
+        }
         if x.oversub {
             std::thread::yield_now();
         }

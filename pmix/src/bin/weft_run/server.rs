@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -64,6 +64,10 @@ pub enum Teardown {
     /// In a global-restart job, a rank exited with a failure status (not respawned).
     ReinitFailed(u32),
 }
+
+/// How long a death's PMIx event waits for the ranks to read the failure board. A rank that
+/// is computing does not read it; past the bound the event goes out anyway.
+const BOARD_READ_BOUND: Duration = Duration::from_millis(5);
 
 /// Per-process state (indexed by universe rank: spawned processes follow the first job).
 struct RankState {
@@ -574,19 +578,32 @@ impl Server {
         let seen_ns = mono_ns();
         // A rank's last words (finalize, abort) reached the PMIx server before it died.
         self.take_pmix_events();
+        let failures_before = self.failures.len();
         let failed: Vec<u32> = idx.iter().filter(|&&i| self.judge(i)).map(|&i| i as u32).collect();
         if failed.is_empty() {
             return;
         }
         if self.epochs.active() && !self.epochs.done {
+            for line in &self.failures[failures_before..] {
+                note!("{line}");
+            }
             // Global restart: the survivors roll back (told by the epoch service), so the
             // death is not announced as a failure to work around.
             self.respawn(&failed, node, seen_ns);
             return;
         }
         if let Some(b) = &self.board {
-            for &r in &failed {
-                b.mark_dead(r, seen_ns);
+            // The ranks that will read the board: running weft programs, not yet finalized.
+            let readers = self
+                .ranks
+                .iter()
+                .take(b.ranks() as usize)
+                .filter(|st| st.connected && !st.finalized && st.proc_.ended.is_none());
+            // The PMIx event's wake-ups would compete with the survivors for the cores (see
+            // `weft_pmix::board`): it waits until they have read the board, within a bound.
+            // Spawned processes are not on the board: their deaths go by the event alone.
+            if b.mark_dead(&failed, seen_ns, readers.count() as u32) {
+                b.wait_read(BOARD_READ_BOUND);
             }
         }
         let res = match node {
@@ -595,6 +612,11 @@ impl Server {
         };
         if let Err(e) = res {
             note!("weft-run: could not notify the survivors of {failed:?}: {e}");
+        }
+        // Printed after the survivors were told: a write to a slow terminal or pipe is not
+        // on the detection path.
+        for line in &self.failures[failures_before..] {
+            note!("{line}");
         }
     }
 
@@ -753,7 +775,7 @@ impl Server {
         if let Some(why) = &st.kill_reason {
             line.push_str(&format!(" [{why}]"));
         }
-        note!("{line}");
+        // Printed by the caller, once the survivors were told.
         self.failures.push(line);
         if !st.connected {
             self.failed_unconnected.get_or_insert(i as u32);
