@@ -25,7 +25,8 @@
 //!
 //! ## Failure-free fast path ([`Era::with_fast_path`])
 //! Before the tree, members run recursive doubling (`fast`) — the exchange of a small
-//! allreduce — and decide as soon as they hold the merge of all contributions, without
+//! allreduce; with at most [`FAST_DIRECT_MAX`] members, a direct exchange, everyone to
+//! everyone — and decide as soon as they hold the merge of all contributions, without
 //! any message of the tree. A member that cannot finish it (it learns of a failure, or
 //! starts with one in its view) *falls back*: it floods `Abort` over the tree edges of its
 //! view (re-sent to new neighbours when the view changes) and runs the tree protocol with
@@ -62,7 +63,7 @@ use crate::{FailedView, RankSet};
 
 mod fast;
 use fast::Fast;
-pub use fast::FINAL as FAST_FINAL;
+pub use fast::{DIRECT_MAX as FAST_DIRECT_MAX, FINAL as FAST_FINAL};
 
 /// The agreed value. Rank lists are sorted and free of duplicates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +79,8 @@ pub struct Value {
     pub acked: Option<Vec<u32>>,
 }
 
-fn union(a: &mut Vec<u32>, b: &[u32]) -> bool {
+/// Add the sorted ranks `b` to the sorted ranks `a`; true if `a` grew.
+pub(crate) fn union(a: &mut Vec<u32>, b: &[u32]) -> bool {
     let before = a.len();
     for &x in b {
         if let Err(i) = a.binary_search(&x) {
@@ -172,7 +174,8 @@ pub enum Msg {
     /// The decision.
     Decide(Value),
     /// Fast path: a partial value for recursive-doubling step `step` ([`FAST_FINAL`]: the
-    /// final value, to an extra member).
+    /// final value, to an extra member; step 1 of a direct exchange: the sender's
+    /// contribution).
     Fast { step: u8, v: Value },
     /// Fast path abandoned: fall back to the tree (flooded over tree edges).
     Abort,
@@ -1076,7 +1079,13 @@ mod tests {
             assert_eq!(d.ctx, n - 1, "max of contributions");
             let p = 1usize << (31 - n.leading_zeros());
             let rounds = p.trailing_zeros() as usize;
-            assert_eq!(s.msgs, 2 * (n as usize - p) + p * rounds, "n={n}");
+            let msgs = if n <= FAST_DIRECT_MAX {
+                // Direct exchange: everyone to everyone.
+                (n * n.saturating_sub(1)) as usize
+            } else {
+                2 * (n as usize - p) + p * rounds
+            };
+            assert_eq!(s.msgs, msgs, "n={n}");
             assert!(s.m.iter().all(|e| e.on_fast_path()), "no tree message when nothing fails");
         }
     }
@@ -1134,21 +1143,28 @@ mod tests {
 
     #[test]
     fn fast_decision_survives_fallback_of_others() {
-        // n = 4: 3 dies after its step-1 exchange with 2 but before its step-2 message to 1
-        // leaves. 0 and 2 decide on the fast path (3's contribution included); 1 falls back
-        // and must reach the same value through the tree.
-        let n = 4;
+        // 3 dies after its message to 2 but before its message to 1 leaves: n = 4 (direct
+        // exchange), its only message to 1; n = 8 (recursive doubling), its step-2 message to
+        // 1, after its step-1 exchange with 2. 0 and 2 decide on the fast path (3's
+        // contribution included); 1 falls back and must reach the same value through the tree.
+        for (n, step) in [(4u32, 1u8), (8, 2)] {
+            fast_decision_survives_fallback(n, step);
+        }
+    }
+
+    fn fast_decision_survives_fallback(n: u32, step: u8) {
         let mut s = Sim::new(Tree::binary(n), &[]).fast();
-        let flags = [0xf1u64, 0xf2, 0xf4, 0xf8];
+        let flags: Vec<u64> = (0..n).map(|r| 0xf00 | (1u64 << r)).collect();
         for r in 0..n {
             let a = s.m[r as usize].start(Value::new(flags[r as usize], r, &[], &[]));
             s.apply(r, a);
         }
-        let held = s.deliver_all(|f, _, m| f == 3 && matches!(m, Msg::Fast { step: 2, .. }));
-        assert_eq!(held, 1);
-        assert!(s.decided[0].is_some() && s.decided[2].is_some() && s.decided[1].is_none());
+        let held =
+            s.deliver_all(|f, t, m| f == 3 && t == 1 && matches!(m, Msg::Fast { step: s, .. } if *s == step));
+        assert_eq!(held, 1, "n={n}");
+        assert!(s.decided[0].is_some() && s.decided[2].is_some() && s.decided[1].is_none(), "n={n}");
         let fast = s.decided[0].clone().unwrap();
-        assert_eq!(fast.flag, 0xf0);
+        assert_eq!(fast.flag, 0xf00, "n={n}");
         s.kill(3);
         s.notify(3);
         s.deliver_all(|_, _, _| false);

@@ -1,6 +1,7 @@
 //! The failure-free fast path of an agreement: recursive doubling over the members, the
 //! exchange pattern of a small allreduce, so that `agree` costs about what an allreduce of
-//! the same word costs while nothing fails (ERA's up-then-down tree needs twice the depth).
+//! the same word costs while nothing fails (ERA's up-then-down tree needs twice the depth);
+//! up to [`DIRECT_MAX`] members, a direct exchange instead (everyone sends to everyone).
 //!
 //! This module owns only the schedule: who sends which partial value to whom at which step,
 //! and when the local member holds the merge of every contribution. What happens when the
@@ -18,11 +19,24 @@
 //! Every member that completes holds the same value: the merge of all n contributions (merge
 //! is associative, commutative and idempotent). Failure free: 2·(n − p) + p·L messages, depth
 //! L + 2 when n is not a power of two, L otherwise.
+//!
+//! ## Direct exchange (n ≤ [`DIRECT_MAX`])
+//! Every member sends its contribution to every other one (step [`DIRECT`]) and completes once
+//! it merged the n − 1 others: n·(n − 1) messages, depth 1. With few members the extra
+//! messages cost less than the rounds they save, and a member completes as soon as every
+//! other one has entered, without waiting for partners to be scheduled again between rounds
+//! (with more ranks than cores, each round of recursive doubling waits for that).
 
 use super::{Action, Msg, Value};
 
 /// Step number of the final value sent to an extra member.
 pub const FINAL: u8 = u8::MAX;
+
+/// Largest membership that uses the direct exchange instead of recursive doubling.
+pub const DIRECT_MAX: u32 = 4;
+
+/// Step number of a direct exchange's message.
+pub const DIRECT: u8 = 1;
 
 /// One member's progress through the schedule.
 #[derive(Clone, Debug)]
@@ -36,10 +50,15 @@ pub(super) struct Fast {
     slot: u32,
     /// Whether the message of the current slot was sent.
     sent: bool,
-    /// Messages that arrived before their slot was awaited: the first inline (the common
+    /// Messages that arrived before their slot was awaited (direct exchange: before the
+    /// local start), keyed by slot (direct exchange: by sender): the first inline (the common
     /// case, a partner that started first, costs no allocation), more in `early_more`.
     early: Option<(u32, Value)>,
     early_more: Vec<(u32, Value)>,
+    /// Direct exchange (n ≤ [`DIRECT_MAX`]): bit r is set once member r's contribution
+    /// arrived (merged or kept in `early`). Unused (0) with recursive doubling.
+    direct: bool,
+    got: u64,
 }
 
 impl Fast {
@@ -47,7 +66,31 @@ impl Fast {
         let p: u32 = if n == 0 { 1 } else { 1 << (31 - n.leading_zeros()) };
         let rounds = p.trailing_zeros();
         let slot = if me >= p { rounds + 1 } else { 0 };
-        Fast { n, me, p, rounds, slot, sent: false, early: None, early_more: Vec::new() }
+        let direct = n <= DIRECT_MAX;
+        Fast { n, me, p, rounds, slot, sent: false, early: None, early_more: Vec::new(), direct, got: 0 }
+    }
+
+    /// Keep a message that arrived before it could be merged, under `key`.
+    fn keep_early(&mut self, key: u32, v: Value) {
+        if self.early.is_none() {
+            self.early = Some((key, v));
+        } else {
+            self.early_more.push((key, v));
+        }
+    }
+
+    /// [`Fast::advance`] for the direct exchange.
+    fn advance_direct(&mut self, acc: &mut Value, out: &mut Vec<Action>) -> bool {
+        while let Some((_, v)) = self.early.take().or_else(|| self.early_more.pop()) {
+            acc.merge(&v);
+        }
+        if !self.sent {
+            self.sent = true;
+            for to in (0..self.n).filter(|&r| r != self.me) {
+                out.push(Action::Send { to, msg: Msg::Fast { step: DIRECT, v: acc.clone() } });
+            }
+        }
+        self.got.count_ones() + 1 == self.n
     }
 
     fn is_extra(&self) -> bool {
@@ -88,6 +131,19 @@ impl Fast {
         acc: &mut Value,
         out: &mut Vec<Action>,
     ) -> bool {
+        if self.direct {
+            // Any other member's step-`DIRECT` message, once.
+            if step != DIRECT || from >= self.n || from == self.me || self.got & (1u64 << from) != 0 {
+                return false;
+            }
+            self.got |= 1u64 << from;
+            if !started {
+                self.keep_early(from, v);
+                return false;
+            }
+            acc.merge(&v);
+            return self.advance_direct(acc, out);
+        }
         let Some((s, slot)) = self.sender_of(step) else { return false };
         let held = |e: &(u32, Value)| e.0 == slot;
         if s != from
@@ -102,10 +158,8 @@ impl Fast {
             acc.merge(&v);
             self.slot += 1;
             self.sent = false;
-        } else if self.early.is_none() {
-            self.early = Some((slot, v));
         } else {
-            self.early_more.push((slot, v));
+            self.keep_early(slot, v);
         }
         started && self.advance(acc, out)
     }
@@ -122,6 +176,9 @@ impl Fast {
     /// its sends to `out`. True once `acc` holds the merge of every contribution (the member
     /// may decide it).
     pub(super) fn advance(&mut self, acc: &mut Value, out: &mut Vec<Action>) -> bool {
+        if self.direct {
+            return self.advance_direct(acc, out);
+        }
         let send = |out: &mut Vec<Action>, to: u32, step: u8, v: &Value| {
             out.push(Action::Send { to, msg: Msg::Fast { step, v: v.clone() } })
         };
