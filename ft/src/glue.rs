@@ -331,7 +331,7 @@ impl Ft {
         let (local, t) = local(e)?;
         let failed = e.get_failed(c)?;
         let acked = e.get_acked(c)?;
-        g.start(e, ctx, local, Value::new(flag, 0, &failed, &acked));
+        g.start(e, ctx, local, Value::new(flag, 0, &failed, &acked), true);
         Ok(t)
     }
 
@@ -380,7 +380,7 @@ impl Ft {
         {
             let mut g = self.st.borrow_mut();
             let ctx = g.info(e, c)?;
-            g.start(e, ctx, Local::Blocking, v);
+            g.start(e, ctx, Local::Blocking, v, false);
         }
         Ok(self.wait_blocked(e))
     }
@@ -409,7 +409,7 @@ impl Ft {
         let req = e.new_request(c)?;
         let failed = e.get_failed(c)?;
         let prop = g.pool.propose(e.next_ctx());
-        g.start(e, ctx, Local::Shrink { req, out }, Value::new(u64::MAX, prop, &failed, &[]));
+        g.start(e, ctx, Local::Shrink { req, out }, Value::new(u64::MAX, prop, &failed, &[]), true);
         Ok(req)
     }
 
@@ -734,7 +734,9 @@ impl Glue {
         true
     }
 
-    fn start(&mut self, e: &mut Ext, ctx: u32, local: Local, mut v: Value) {
+    /// Start the next instance of `ctx` with contribution `v`; `view`: `v.failed` is exactly
+    /// this member's view of the failures ([`Era::start_view_into`]).
+    fn start(&mut self, e: &mut Ext, ctx: u32, local: Local, mut v: Value, view: bool) {
         if self.decide_alone(e, ctx) {
             let Glue { comms, pool, blocked, .. } = self;
             let info = &comms[&ctx];
@@ -748,7 +750,11 @@ impl Glue {
         info.next_seq += 1;
         self.drive(e, ctx, seq, true, |inst, out| {
             inst.local = Some(local);
-            inst.era.start_into(v, out);
+            if view {
+                inst.era.start_view_into(v, out);
+            } else {
+                inst.era.start_into(v, out);
+            }
         });
         self.housekeep(e, ctx);
     }
