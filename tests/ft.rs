@@ -62,6 +62,11 @@ fn uniform_barrier() {
 }
 
 #[test]
+fn last_member_standing_agrees_and_shrinks_alone() {
+    suite(4, &[], "last", &[], &[0]);
+}
+
+#[test]
 fn whole_virtual_node_killed_during_agreements() {
     // 6 ranks on 2 nodes (hierarchical bin/bin tree); node 1 (ranks 3..5) is killed 300 ms
     // after init, while the ranks agree in a loop.

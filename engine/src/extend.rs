@@ -440,6 +440,18 @@ impl Ext {
         self.0.get_failed(c)
     }
 
+    /// True if world rank `w` is known to have failed.
+    #[inline]
+    pub fn is_failed(&self, w: u32) -> bool {
+        self.0.core.failed.is_failed(w)
+    }
+
+    /// True if `c` has members known failed whose failure `c` has not acknowledged.
+    #[inline]
+    pub fn has_unacked_failure(&self, c: CommId) -> bool {
+        self.0.unacked_failure(c)
+    }
+
     /// Ranks of `c` whose failure `c` has acknowledged.
     pub fn get_acked(&self, c: CommId) -> Result<Vec<u32>> {
         self.0.get_acked(c)

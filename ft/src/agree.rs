@@ -25,17 +25,22 @@
 //!
 //! ## Failure-free fast path ([`Era::with_fast_path`])
 //! Before the tree, members run recursive doubling (`fast`) — the exchange of a small
-//! allreduce — and decide as soon as they hold the merge of all contributions, without
-//! any message of the tree. A member that cannot finish it (it learns of a failure, or
-//! starts with one in its view) *falls back*: it floods `Abort` over the tree edges of its
+//! allreduce; with at most [`FAST_DIRECT_MAX`] members, a direct exchange, everyone to
+//! everyone — and decide as soon as they hold the merge of all contributions, without
+//! any message of the tree. With failures known at the start, the direct exchange runs over
+//! the live members when every member starts with the same view of the failures
+//! ([`Era::start_view_into`]; a contribution made with another view makes its receiver fall
+//! back). A member that cannot finish it (it learns of a failure after its start, or starts
+//! with one in its view on any other schedule) *falls back*: it floods `Abort` over the tree edges of its
 //! view (re-sent to new neighbours when the view changes) and runs the tree protocol with
 //! its partial value. Any tree message (`Abort`, `Up`, `Decide`) also makes a member fall
 //! back; one that already decided on the fast path joins the tree as a decided member: it
 //! sends `Decide` to its neighbours and answers `Up` with it.
 //!
 //! ## Invariants
-//! - Every fast-path decision is the merge of all n contributions, so fast decisions agree
-//!   with each other. A member that decided on the fast path never sends `Up`, so no
+//! - Every fast-path decision is the merge of all n contributions (over the live members: of
+//!   every member outside the view F every decider started with, all with the same F), so
+//!   fast decisions agree with each other. A member that decided on the fast path never sends `Up`, so no
 //!   tree root can complete while it lives without its `Decide` reaching that root first
 //!   (the argument below): a tree decision equals any fast decision held by a live member.
 //! - The flood reaches every live member (a member forwards to each neighbour of every view
@@ -61,8 +66,8 @@ use std::sync::Arc;
 use crate::{FailedView, RankSet};
 
 mod fast;
-use fast::Fast;
-pub use fast::FINAL as FAST_FINAL;
+use fast::{Fast, Step};
+pub use fast::{DIRECT_MAX as FAST_DIRECT_MAX, FINAL as FAST_FINAL};
 
 /// The agreed value. Rank lists are sorted and free of duplicates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +83,8 @@ pub struct Value {
     pub acked: Option<Vec<u32>>,
 }
 
-fn union(a: &mut Vec<u32>, b: &[u32]) -> bool {
+/// Add the sorted ranks `b` to the sorted ranks `a`; true if `a` grew.
+pub(crate) fn union(a: &mut Vec<u32>, b: &[u32]) -> bool {
     let before = a.len();
     for &x in b {
         if let Err(i) = a.binary_search(&x) {
@@ -172,7 +178,8 @@ pub enum Msg {
     /// The decision.
     Decide(Value),
     /// Fast path: a partial value for recursive-doubling step `step` ([`FAST_FINAL`]: the
-    /// final value, to an extra member).
+    /// final value, to an extra member; step 1 of a direct exchange: the sender's
+    /// contribution).
     Fast { step: u8, v: Value },
     /// Fast path abandoned: fall back to the tree (flooded over tree edges).
     Abort,
@@ -535,9 +542,30 @@ impl Era {
     }
 
     /// [`Era::start`], appending the actions to `out` (a driver reuses one buffer).
-    pub fn start_into(&mut self, mut v: Value, out: &mut Vec<Action>) {
+    pub fn start_into(&mut self, v: Value, out: &mut Vec<Action>) {
+        self.start_with(v, false, out);
+    }
+
+    /// [`Era::start_into`] for a contribution whose failed set is the member's view of the
+    /// failures (an agreement or a shrink; not a value that encodes other sets there): with
+    /// failures known, a direct exchange then runs over the live members instead of falling
+    /// back to the tree (see `fast.rs`). Every member of an instance must start it the same way.
+    pub fn start_view_into(&mut self, v: Value, out: &mut Vec<Action>) {
+        self.start_with(v, true, out);
+    }
+
+    fn start_with(&mut self, mut v: Value, view: bool, out: &mut Vec<Action>) {
         if self.mine {
             return;
+        }
+        if view {
+            // Failures the driver knew and had not told this instance yet: learnt before the
+            // start, as if told just now.
+            for &r in &v.failed {
+                if !self.failed.contains(&r) {
+                    self.on_failure_into(r, out);
+                }
+            }
         }
         self.mine = true;
         v.merge(&Value { failed: self.failed.as_slice().to_vec(), ..Value::identity() });
@@ -549,7 +577,14 @@ impl Era {
             out.push(Action::Decided(d));
             return;
         }
-        match self.mode {
+        match &mut self.mode {
+            // The view is the contribution's failed set now (see above; a contribution that
+            // names this member itself falls back).
+            Mode::Fast(f) if view && f.is_direct() && v.failed.len() == self.failed.len() => {
+                f.set_view(self.failed.as_slice());
+                self.fast_advance(out)
+            }
+            Mode::Fast(f) if view && f.is_direct() => self.fall_back(None, out),
             Mode::Fast(_) if !self.failed.is_empty() => self.fall_back(None, out),
             Mode::Fast(_) => self.fast_advance(out),
             _ => self.check(out),
@@ -571,9 +606,8 @@ impl Era {
         match msg {
             Msg::Fast { step, v } => {
                 if let Mode::Fast(f) = &mut self.mode {
-                    if f.on_msg(from, step, v, self.mine, &mut self.acc, out) {
-                        self.fast_decide(out);
-                    }
+                    let s = f.on_msg(from, step, v, self.mine, &mut self.acc, out);
+                    self.fast_step(s, out);
                 }
             }
             Msg::Abort => self.fall_back(Some(from), out),
@@ -650,8 +684,18 @@ impl Era {
     /// Run the fast path's schedule; decide when it completes.
     fn fast_advance(&mut self, out: &mut Vec<Action>) {
         let Mode::Fast(f) = &mut self.mode else { return };
-        if f.advance(&mut self.acc, out) {
-            self.fast_decide(out);
+        let s = f.advance(&mut self.acc, out);
+        self.fast_step(s, out);
+    }
+
+    /// Act on where the fast path's schedule stands.
+    fn fast_step(&mut self, s: Step, out: &mut Vec<Action>) {
+        match s {
+            Step::Wait => {}
+            Step::Done => self.fast_decide(out),
+            // A contribution made with another view of the failures: the members outside
+            // this view are told by the flood.
+            Step::Mismatch => self.fall_back(None, out),
         }
     }
 
@@ -691,6 +735,8 @@ impl Era {
             // Decided on the fast path: members stuck on it learn of this failure too and
             // fall back; this member answers them when their tree messages arrive.
             Mode::FastDone => return,
+            // Not started, nothing sent: the view this member starts with includes `r`.
+            Mode::Fast(ref f) if !self.mine && f.is_direct() => return,
             Mode::Fast(_) => {
                 self.fall_back(None, out);
                 return;
@@ -1076,7 +1122,13 @@ mod tests {
             assert_eq!(d.ctx, n - 1, "max of contributions");
             let p = 1usize << (31 - n.leading_zeros());
             let rounds = p.trailing_zeros() as usize;
-            assert_eq!(s.msgs, 2 * (n as usize - p) + p * rounds, "n={n}");
+            let msgs = if n <= FAST_DIRECT_MAX {
+                // Direct exchange: everyone to everyone.
+                (n * n.saturating_sub(1)) as usize
+            } else {
+                2 * (n as usize - p) + p * rounds
+            };
+            assert_eq!(s.msgs, msgs, "n={n}");
             assert!(s.m.iter().all(|e| e.on_fast_path()), "no tree message when nothing fails");
         }
     }
@@ -1134,21 +1186,28 @@ mod tests {
 
     #[test]
     fn fast_decision_survives_fallback_of_others() {
-        // n = 4: 3 dies after its step-1 exchange with 2 but before its step-2 message to 1
-        // leaves. 0 and 2 decide on the fast path (3's contribution included); 1 falls back
-        // and must reach the same value through the tree.
-        let n = 4;
+        // 3 dies after its message to 2 but before its message to 1 leaves: n = 4 (direct
+        // exchange), its only message to 1; n = 8 (recursive doubling), its step-2 message to
+        // 1, after its step-1 exchange with 2. 0 and 2 decide on the fast path (3's
+        // contribution included); 1 falls back and must reach the same value through the tree.
+        for (n, step) in [(4u32, 1u8), (8, 2)] {
+            fast_decision_survives_fallback(n, step);
+        }
+    }
+
+    fn fast_decision_survives_fallback(n: u32, step: u8) {
         let mut s = Sim::new(Tree::binary(n), &[]).fast();
-        let flags = [0xf1u64, 0xf2, 0xf4, 0xf8];
+        let flags: Vec<u64> = (0..n).map(|r| 0xf00 | (1u64 << r)).collect();
         for r in 0..n {
             let a = s.m[r as usize].start(Value::new(flags[r as usize], r, &[], &[]));
             s.apply(r, a);
         }
-        let held = s.deliver_all(|f, _, m| f == 3 && matches!(m, Msg::Fast { step: 2, .. }));
-        assert_eq!(held, 1);
-        assert!(s.decided[0].is_some() && s.decided[2].is_some() && s.decided[1].is_none());
+        let held =
+            s.deliver_all(|f, t, m| f == 3 && t == 1 && matches!(m, Msg::Fast { step: s, .. } if *s == step));
+        assert_eq!(held, 1, "n={n}");
+        assert!(s.decided[0].is_some() && s.decided[2].is_some() && s.decided[1].is_none(), "n={n}");
         let fast = s.decided[0].clone().unwrap();
-        assert_eq!(fast.flag, 0xf0);
+        assert_eq!(fast.flag, 0xf00, "n={n}");
         s.kill(3);
         s.notify(3);
         s.deliver_all(|_, _, _| false);
@@ -1160,6 +1219,133 @@ mod tests {
     #[test]
     fn fast_path_many_failures_during_with_random_schedules() {
         random_runs(true, 1500, 0x2545_f491_4f6c_dd1d);
+    }
+
+    /// The direct exchange over the live members ([`Era::start_view_into`]), at 2 to 4
+    /// members: members start with different views of the failures (each knows a random part
+    /// of them; some of the dead contributed before dying), more die during, starts, deliveries
+    /// and failure notices interleave at random. Every live member decides, uniformly; the
+    /// flag holds every live contribution, and one it lacks is named failed.
+    #[test]
+    fn fast_path_over_live_members_with_random_views() {
+        let mut seed = 0x51ed_270b_a7e1_3c4d_u64;
+        let mut rnd = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        let mut fast_with_failures = 0;
+        for _ in 0..4000 {
+            let n = 2 + rnd(3) as u32;
+            let tree = Tree::binary(n);
+            let flags: Vec<u64> = (0..n).map(|r| 0xf00 | (1u64 << r)).collect();
+            let mut dead: Vec<u32> = (0..n).filter(|_| rnd(3) == 0).collect();
+            dead.truncate(n as usize - 1);
+            let views: Vec<Vec<u32>> =
+                (0..n).map(|_| dead.iter().copied().filter(|_| rnd(2) == 0).collect()).collect();
+            let mut m: Vec<Era> =
+                (0..n).map(|r| Era::new_fast(tree.clone(), r, &views[r as usize])).collect();
+            let mut q: Vec<(u32, u32, Msg)> = Vec::new();
+            let mut decided: Vec<Option<Value>> = vec![None; n as usize];
+            let apply =
+                |r: u32, acts: Vec<Action>, q: &mut Vec<(u32, u32, Msg)>, d: &mut Vec<Option<Value>>| {
+                    for a in acts {
+                        match a {
+                            Action::Send { to, msg } => q.push((r, to, msg)),
+                            Action::Decided(v) => {
+                                assert!(d[r as usize].is_none(), "decided twice");
+                                d[r as usize] = Some(v);
+                            }
+                        }
+                    }
+                };
+            let start = |m: &mut Era, r: u32, all_dead: &[u32], rnd: &mut dyn FnMut(u64) -> u64| {
+                // The contribution's failed set: the view, or (the engine knew more than the
+                // instance was told) every failure.
+                let known: Vec<u32> = if rnd(4) == 0 {
+                    all_dead.to_vec()
+                } else {
+                    (0..n).filter(|&x| m.is_failed(x)).collect()
+                };
+                let mut out = Vec::new();
+                m.start_view_into(Value::new(flags[r as usize], r, &known, &known), &mut out);
+                out
+            };
+            let mut started = vec![false; n as usize];
+            // Some of the dead contributed before dying.
+            for &d in &dead {
+                if rnd(2) == 0 {
+                    let a = start(&mut m[d as usize], d, &[], &mut rnd);
+                    started[d as usize] = true;
+                    apply(d, a, &mut q, &mut decided);
+                }
+            }
+            let mut alive: Vec<bool> = (0..n).map(|r| !dead.contains(&r)).collect();
+            let mut kills = rnd(2);
+            let mut steps = 0;
+            loop {
+                steps += 1;
+                assert!(steps < 100_000, "no termination");
+                let live: Vec<u32> = (0..n).filter(|&r| alive[r as usize]).collect();
+                let unstarted: Vec<u32> = live.iter().copied().filter(|&r| !started[r as usize]).collect();
+                let notices: Vec<(u32, u32)> = live
+                    .iter()
+                    .flat_map(|&r| (0..n).filter(|&v| !alive[v as usize]).map(move |v| (r, v)))
+                    .filter(|&(r, v)| !m[r as usize].is_failed(v))
+                    .collect();
+                if unstarted.is_empty() && q.is_empty() && notices.is_empty() {
+                    break;
+                }
+                match rnd(8) {
+                    0 | 1 if !unstarted.is_empty() => {
+                        let r = unstarted[rnd(unstarted.len() as u64) as usize];
+                        let all_dead: Vec<u32> = (0..n).filter(|&v| !alive[v as usize]).collect();
+                        let a = start(&mut m[r as usize], r, &all_dead, &mut rnd);
+                        started[r as usize] = true;
+                        apply(r, a, &mut q, &mut decided);
+                    }
+                    2 if !notices.is_empty() => {
+                        let (r, v) = notices[rnd(notices.len() as u64) as usize];
+                        let a = m[r as usize].on_failure(v);
+                        apply(r, a, &mut q, &mut decided);
+                    }
+                    3 if kills > 0 && live.len() > 1 => {
+                        kills -= 1;
+                        let v = live[rnd(live.len() as u64) as usize];
+                        alive[v as usize] = false;
+                        dead.push(v);
+                    }
+                    _ if !q.is_empty() => {
+                        let (f, t, msg) = q.swap_remove(rnd(q.len() as u64) as usize);
+                        if alive[t as usize] {
+                            let a = m[t as usize].on_msg(f, msg);
+                            apply(t, a, &mut q, &mut decided);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let live: Vec<u32> = (0..n).filter(|&r| alive[r as usize]).collect();
+            let d0 =
+                decided[live[0] as usize].clone().unwrap_or_else(|| panic!("{} did not decide", live[0]));
+            for &r in &live {
+                assert_eq!(decided[r as usize].as_ref(), Some(&d0), "member {r} of {n}, dead {dead:?}");
+            }
+            for r in 0..n {
+                let has = d0.flag & flags[r as usize] == d0.flag;
+                assert!(has || !alive[r as usize], "live {r}'s contribution missing: {d0:?}");
+                assert!(
+                    has || d0.failed.contains(&r),
+                    "{r}'s contribution missing, not named failed: {d0:?}"
+                );
+            }
+            if !d0.failed.is_empty() && live.iter().all(|&r| m[r as usize].on_fast_path()) {
+                fast_with_failures += 1;
+            }
+        }
+        // The point of the view: agreements with failures known decided without the tree.
+        assert!(fast_with_failures > 100, "{fast_with_failures} fast decisions with failures");
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //!   count when nothing happened), ticks the detector, and retries parked messages.
 //! - **Generic requests**: `iagree` / `ishrink` return an engine request completed when the
 //!   local member decides; agreement state is kept after that to answer late requests.
+//! - **Last member standing**: when every other member of a communicator is known failed and
+//!   no message of the next instance arrived, an agreement or shrink is decided at once, as
+//!   ERA would decide it (this member's contribution with the failed set), without an
+//!   instance: nobody is left to send to or to answer.
 //!
 //! Actions map to `send_ctrl` (communicator ranks translated to world ranks), `revoke_local`,
 //! `notify_failed`, `comm_create_agreed` and `complete_request`.
@@ -22,7 +26,7 @@ use std::time::Instant;
 
 use weft_engine::{Activity, CommId, Error, Ext, Header, ReqId, Result, Status, Step};
 
-use crate::agree::{self, Era, Tree, Value};
+use crate::agree::{self, union, Era, Tree, Value};
 use crate::detector::{self, Detector};
 use crate::revoke::{self, Revoke};
 use crate::shrink::{shrunk_of, CtxPool};
@@ -71,6 +75,8 @@ pub struct FtStats {
     pub decided: u64,
     /// Of those, decided on the failure-free fast path.
     pub decided_fast: u64,
+    /// Of those, decided alone: every other member was known failed.
+    pub decided_alone: u64,
     /// Heartbeats sent.
     pub heartbeats: u64,
     /// Failures this process's detector (or a finding it received) declared.
@@ -98,11 +104,27 @@ struct CommInfo {
     /// `next_seq` that is not in `insts` was decided and dropped, so its messages are stale.
     kept: VecDeque<u32>,
     uniform: bool,
+    /// Failure count at which `alone` was computed (`usize::MAX`: not yet).
+    alone_at: usize,
+    /// Every other member was known failed at `alone_at` failures.
+    alone: bool,
 }
 
 impl CommInfo {
     fn rank_of(&self, w: u32) -> Option<u32> {
         rank_in(&self.world_of, w)
+    }
+
+    /// True if every other member is known failed: recomputed (O(members)) only when the
+    /// failure count changed.
+    fn is_alone(&mut self, e: &Ext) -> bool {
+        let fc = e.failure_count();
+        if fc != self.alone_at {
+            self.alone_at = fc;
+            let me = self.rank as usize;
+            self.alone = self.world_of.iter().enumerate().all(|(r, &w)| r == me || e.is_failed(w));
+        }
+        self.alone
     }
 }
 
@@ -309,7 +331,7 @@ impl Ft {
         let (local, t) = local(e)?;
         let failed = e.get_failed(c)?;
         let acked = e.get_acked(c)?;
-        g.start(e, ctx, local, Value::new(flag, 0, &failed, &acked));
+        g.start(e, ctx, local, Value::new(flag, 0, &failed, &acked), true);
         Ok(t)
     }
 
@@ -318,6 +340,23 @@ impl Ft {
     /// (failures not acknowledged by every member). Waits on the engine directly, without an
     /// engine request.
     pub fn agree(&self, e: &mut Ext, c: CommId, flag: &mut u64) -> Result<()> {
+        self.activate(e);
+        {
+            let mut g = self.st.borrow_mut();
+            let ctx = g.info(e, c)?;
+            if g.decide_alone(e, ctx) {
+                // The only contributor left: the AND is its flag, and the agreed failed set
+                // (every other member) is reported unless this member acknowledged it all.
+                return if e.has_unacked_failure(c) {
+                    let acked = e.get_acked(c)?;
+                    let mut ranks = e.get_failed(c)?;
+                    ranks.retain(|r| !acked.contains(r));
+                    Err(Error::ProcFailed { ranks })
+                } else {
+                    Ok(())
+                };
+            }
+        }
         self.start_agree(e, c, *flag, |_| Ok((Local::Blocking, ())))?;
         let (v, r) = match self.wait_blocked(e).outcome() {
             Ok(v) => (v, Ok(())),
@@ -341,7 +380,7 @@ impl Ft {
         {
             let mut g = self.st.borrow_mut();
             let ctx = g.info(e, c)?;
-            g.start(e, ctx, Local::Blocking, v);
+            g.start(e, ctx, Local::Blocking, v, false);
         }
         Ok(self.wait_blocked(e))
     }
@@ -370,7 +409,7 @@ impl Ft {
         let req = e.new_request(c)?;
         let failed = e.get_failed(c)?;
         let prop = g.pool.propose(e.next_ctx());
-        g.start(e, ctx, Local::Shrink { req, out }, Value::new(u64::MAX, prop, &failed, &[]));
+        g.start(e, ctx, Local::Shrink { req, out }, Value::new(u64::MAX, prop, &failed, &[]), true);
         Ok(req)
     }
 
@@ -475,6 +514,8 @@ impl Glue {
                 next_seq: 0,
                 kept: VecDeque::new(),
                 uniform: false,
+                alone_at: usize::MAX,
+                alone: false,
             };
             self.comms.insert(ctx, info);
         }
@@ -677,13 +718,43 @@ impl Glue {
         true
     }
 
-    fn start(&mut self, e: &mut Ext, ctx: u32, local: Local, v: Value) {
+    /// True if this member is the only live one of `ctx` and nothing arrived for its next
+    /// instance: that instance is then decided here (its sequence number is used up and the
+    /// decision counted; the caller completes it). ERA would decide the same alone: no other
+    /// member can have decided an instance this member has not contributed to, and messages
+    /// from failed members are dropped, so no late request can come.
+    fn decide_alone(&mut self, e: &Ext, ctx: u32) -> bool {
+        let Some(info) = self.comms.get_mut(&ctx) else { return false };
+        if !info.is_alone(e) || self.insts.contains_key(&(ctx, info.next_seq)) {
+            return false;
+        }
+        info.next_seq += 1;
+        self.stats.decided += 1;
+        self.stats.decided_alone += 1;
+        true
+    }
+
+    /// Start the next instance of `ctx` with contribution `v`; `view`: `v.failed` is exactly
+    /// this member's view of the failures ([`Era::start_view_into`]).
+    fn start(&mut self, e: &mut Ext, ctx: u32, local: Local, mut v: Value, view: bool) {
+        if self.decide_alone(e, ctx) {
+            let Glue { comms, pool, blocked, .. } = self;
+            let info = &comms[&ctx];
+            let others: Vec<u32> = (0..info.world_of.len() as u32).filter(|&r| r != info.rank).collect();
+            union(&mut v.failed, &others);
+            complete(e, info, pool, blocked, v, local);
+            return;
+        }
         let info = self.comms.get_mut(&ctx).expect("resolved");
         let seq = info.next_seq;
         info.next_seq += 1;
         self.drive(e, ctx, seq, true, |inst, out| {
             inst.local = Some(local);
-            inst.era.start_into(v, out);
+            if view {
+                inst.era.start_view_into(v, out);
+            } else {
+                inst.era.start_into(v, out);
+            }
         });
         self.housekeep(e, ctx);
     }
