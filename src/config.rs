@@ -61,6 +61,8 @@ const LAUNCHER_VARS: &[&str] = &[
     "WEFT_REINIT_EPOCH",
     "WEFT_REINIT_STANDBY",
     "WEFT_RUN_BOARD",
+    // weft-run's own switch (`--no-mpi-lib`); its ranks inherit the launcher's environment.
+    "WEFT_RUN_MPI_LIB",
 ];
 
 /// Progress mode (`WEFT_PROGRESS`).
@@ -339,5 +341,6 @@ mod tests {
         let e = Config::from_vars(vars(&[("WEFT_EAGR_LIMIT", "5")])).unwrap_err();
         assert!(matches!(e, Error::Config { .. }), "{e}");
         assert!(Config::from_vars(vars(&[("WEFT_HOST_SLOT", "3")])).is_ok());
+        assert!(Config::from_vars(vars(&[("WEFT_RUN_MPI_LIB", "0")])).is_ok());
     }
 }

@@ -138,6 +138,21 @@ fn smoke_through_weft_headers() {
     assert_eq!(run2(&exe), ["smoke ok rank 0", "smoke ok rank 1"]);
 }
 
+/// `WEFT_RUN_MPI_LIB=0` turns weft-run's library-path setting off; the ranks inherit the
+/// variable and must take it as the launcher's, not as an unknown configuration key. The
+/// weft-mpicc binary finds weft's library through its rpath either way.
+#[test]
+fn the_launchers_library_switch_is_not_a_rank_setting() {
+    let exe = build(&[&weft_mpicc()], "smoke", "weft-nolib");
+    common::weft_run();
+    let out = common::weft_job(2, &exe, &[], &[("WEFT_RUN_MPI_LIB", "0")], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "WEFT_RUN_MPI_LIB=0: {stderr}\nstdout:\n{stdout}");
+    let mut lines: Vec<&str> = stdout.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["smoke ok rank 0", "smoke ok rank 1"]);
+}
+
 #[test]
 fn weft_mpicc_and_mpicc_abi_binaries_agree_on_weft() {
     let weft = run2(&build(&[&weft_mpicc()], "ring_sum", "weft"));
