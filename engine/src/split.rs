@@ -104,6 +104,14 @@ impl Engine {
             ))),
             Err(e) => Err(self.core.read_err(e, todo.status.source)),
         };
+        // A CTS that found the sender dead completed the receive with its failure already
+        // (the send reports it at once): nothing will write the tail then.
+        let failed = |r: &Req| matches!(r.phase, Phase::Done(_));
+        if self.core.reqs.get(todo.req).is_none_or(failed) {
+            self.core.unexpose_todo.push((todo.peer_world, rkey));
+            self.core.aux = true;
+            return Ok(());
+        }
         if let Some(r) = self.core.reqs.get_mut(todo.req) {
             r.phase = Phase::RecvAwaitPut {
                 peer: todo.peer_world,
