@@ -192,10 +192,13 @@ fn main() {
     }
     let tr = if c.size() > 1 { c.transport_to((c.rank() + 1) % c.size()).unwrap_or("?") } else { "self" };
     let counts: Vec<String> = w.messages_by_transport().iter().map(|(n, c)| format!("{n}={c}")).collect();
+    let st = w.stats();
     println!(
-        "p2p_suite: rank {} OK (backend {}, transport to next {tr}, seed {seed}) sent [{}]",
+        "p2p_suite: rank {} OK (backend {}, transport to next {tr}, seed {seed}) received by rendezvous [all={} split={}] sent [{}]",
         c.rank(),
         w.runtime_backend(),
+        st.rndv_gets,
+        st.split_rndv,
         counts.join(" ")
     );
     if let Err(e) = w.finalize() {

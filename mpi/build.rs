@@ -1,4 +1,4 @@
-//! Two jobs at build time:
+//! Three jobs at build time:
 //!
 //! 1. The standard-ABI SONAME, `libmpi_abi.so.1`: a program built against any standard-ABI
 //!    `mpi.h` (weft's, or MPICH's `mpi_abi.h` through `mpicc_abi`) asks the loader for that
@@ -7,12 +7,15 @@
 //!    next to it in `target/<profile>/`, the job `ldconfig` does for an installed library, so
 //!    that programs linked against the build tree load.
 //! 2. The unsupported functions: every function `include/mpi.h` or `include/mpi-ext.h`
-//!    declares that no Rust source under `src/` defines (as `fn MPI_X / PMPI_X` in `export!`
-//!    or as `fn MPI_X(`) gets a generated `MPI_X`/`PMPI_X` pair that reports
+//!    declares that no Rust source under `src/` defines (as `fn MPI_X / PMPI_X` in `export!`,
+//!    `MPI_X / PMPI_X` in `weak_alias!` or as `fn MPI_X(`) gets a generated `PMPI_X` with its
+//!    weak alias `MPI_X` that reports
 //!    `MPI_ERR_UNSUPPORTED_OPERATION` (`OUT_DIR/unsupported.rs`, included by
 //!    `src/unsupported.rs`), and their list goes to `OUT_DIR/UNSUPPORTED.md` (compared with
 //!    the committed `UNSUPPORTED.md` by a test). A function written in Rust therefore never
 //!    also gets a stub.
+//! 3. The weak `MPI_*`/`MPIX_*` aliases' export: a version script fragment that puts them in
+//!    the library's dynamic symbol table next to the `PMPI_*` functions.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -32,6 +35,14 @@ fn main() {
         return; // -soname is an ELF option.
     }
     println!("cargo:rustc-link-arg-cdylib=-Wl,-soname,{SONAME}");
+    // rustc's version script for a cdylib lists its `#[no_mangle]` items and makes every other
+    // symbol local, the `MPI_*`/`MPIX_*` weak aliases (module-level assembly, see
+    // `weak_alias!` in src/lib.rs) included. The linker merges a second anonymous version
+    // script into the first; an exact or glob `global:` entry beats `local: *`.
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let script = out.join("weak_aliases.ver");
+    write(&script, "{\n  global:\n    MPI_*;\n    MPIX_*;\n};\n");
+    println!("cargo:rustc-link-arg-cdylib=-Wl,--version-script={}", script.display());
     if let Some(dir) = profile_dir() {
         let link = dir.join(SONAME);
         if std::fs::symlink_metadata(&link).is_err() {
@@ -90,8 +101,7 @@ fn stubs() {
             rs,
             "/// `{pname}`: not implemented; reports `MPI_ERR_UNSUPPORTED_OPERATION`.\n\
              #[no_mangle]\npub extern \"C\" fn {pname}() -> {rty} {{\n    {body}\n}}\n\
-             /// `{name}`: not implemented; reports `MPI_ERR_UNSUPPORTED_OPERATION`.\n\
-             #[no_mangle]\npub extern \"C\" fn {name}() -> {rty} {{\n    {pname}()\n}}"
+             crate::weak_alias!({name} / {pname});"
         )
         .unwrap();
     }

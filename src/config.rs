@@ -23,6 +23,7 @@ pub const KEYS: &[Key] = &[
     Key { name: "WEFT_SHM_BUDGET", default: "4194304", help: "bytes of inbound ring space per rank, shared among its local peers" },
     Key { name: "WEFT_SHM_RING_MIN", default: "16384", help: "smallest ring per peer pair (bytes, power of two)" },
     Key { name: "WEFT_SHM_RING_MAX", default: "524288", help: "largest ring per peer pair (bytes, power of two)" },
+    Key { name: "WEFT_SHM_SPLIT_LIMIT", default: "262144", help: "smallest shared-memory rendezvous message whose copy the receiver and the sender split, each copying half on its own core (bytes; 0 = never split)" },
     Key { name: "WEFT_SLOW_PERIOD_US", default: "200", help: "period of the progress engine's slow path (failure polling), microseconds" },
     Key { name: "WEFT_SHM", default: "on", help: "on: peers on the same node use shared memory; off: every peer goes through the network transport (testing)" },
     Key { name: "WEFT_FI_PROVIDER", default: "auto", help: "libfabric provider for inter-node traffic (auto = best RDM provider: verbs;ofi_rxm, cxi, efa, ..., tcp;ofi_rxm)" },
@@ -82,6 +83,8 @@ pub struct Config {
     pub shm_ring_min: usize,
     /// `WEFT_SHM_RING_MAX`.
     pub shm_ring_max: usize,
+    /// `WEFT_SHM_SPLIT_LIMIT` (0 = never).
+    pub shm_split_limit: usize,
     /// `WEFT_SLOW_PERIOD_US`.
     pub slow_period_us: u64,
     /// `WEFT_SHM`.
@@ -169,6 +172,7 @@ impl Config {
                 "WEFT_SHM_BUDGET" => c.shm_budget = parse_num(&k, &v, 4096usize)?,
                 "WEFT_SHM_RING_MIN" => c.shm_ring_min = parse_num(&k, &v, 4096usize)?,
                 "WEFT_SHM_RING_MAX" => c.shm_ring_max = parse_num(&k, &v, 4096usize)?,
+                "WEFT_SHM_SPLIT_LIMIT" => c.shm_split_limit = parse_num(&k, &v, 0usize)?,
                 "WEFT_SLOW_PERIOD_US" => c.slow_period_us = parse_num(&k, &v, 1u64)?,
                 "WEFT_SHM" => {
                     c.shm = match v.trim() {
@@ -254,6 +258,7 @@ impl Config {
             "WEFT_SHM_BUDGET" => self.shm_budget.to_string(),
             "WEFT_SHM_RING_MIN" => self.shm_ring_min.to_string(),
             "WEFT_SHM_RING_MAX" => self.shm_ring_max.to_string(),
+            "WEFT_SHM_SPLIT_LIMIT" => self.shm_split_limit.to_string(),
             "WEFT_SLOW_PERIOD_US" => self.slow_period_us.to_string(),
             "WEFT_SHM" => if self.shm { "on" } else { "off" }.into(),
             "WEFT_FI_PROVIDER" => self.fi_provider.clone().unwrap_or_else(|| "auto".into()),
@@ -286,6 +291,7 @@ impl Default for Config {
             shm_budget: 4 << 20,
             shm_ring_min: 16 << 10,
             shm_ring_max: 512 << 10,
+            shm_split_limit: 256 << 10,
             slow_period_us: 200,
             shm: true,
             fi_provider: None,

@@ -51,6 +51,7 @@ pub(crate) fn shm_config(cfg: &Config) -> ShmConfig {
         ring_min: cfg.shm_ring_min,
         ring_max: cfg.shm_ring_max,
         eager_limit: cfg.eager_limit.max(64),
+        split_limit: if cfg.shm_split_limit == 0 { usize::MAX } else { cfg.shm_split_limit },
     }
 }
 

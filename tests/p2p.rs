@@ -8,25 +8,65 @@ use common::*;
 
 /// Run the suite; return each rank's `sent [name=count ...]` transport counters.
 fn suite(n: u32, launcher: &[&str], envs: &[(&str, &str)]) -> Vec<Vec<(String, u64)>> {
+    suite_lines(n, launcher, envs)
+        .iter()
+        .map(|line| {
+            let counts = line.split("sent [").nth(1).unwrap().trim_end_matches(']');
+            pairs(counts)
+        })
+        .collect()
+}
+
+/// `name=count` pairs separated by blanks.
+fn pairs(s: &str) -> Vec<(String, u64)> {
+    s.split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap();
+            (k.to_string(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+/// Run the suite; each rank's OK line.
+fn suite_lines(n: u32, launcher: &[&str], envs: &[(&str, &str)]) -> Vec<String> {
     let out = weft_job_on(n, launcher, &example("p2p_suite"), &[], envs, 180);
     let (so, se) = text(&out);
     assert!(out.status.success(), "p2p_suite -n {n} {launcher:?} failed\nstdout:\n{so}\nstderr:\n{se}");
     (0..n)
         .map(|r| {
-            let line = so
-                .lines()
+            so.lines()
                 .find(|l| l.starts_with(&format!("p2p_suite: rank {r} OK")))
-                .unwrap_or_else(|| panic!("rank {r} did not report OK:\n{so}"));
-            let counts = line.split("sent [").nth(1).unwrap().trim_end_matches(']');
-            counts
-                .split_whitespace()
-                .map(|kv| {
-                    let (k, v) = kv.split_once('=').unwrap();
-                    (k.to_string(), v.parse().unwrap())
-                })
-                .collect()
+                .unwrap_or_else(|| panic!("rank {r} did not report OK:\n{so}"))
+                .to_string()
         })
         .collect()
+}
+
+/// Each rank's `received by rendezvous [all=N split=M]` counters.
+fn rendezvous(lines: &[String]) -> Vec<(u64, u64)> {
+    lines
+        .iter()
+        .map(|l| {
+            let inner = l.split("received by rendezvous [").nth(1).unwrap().split(']').next().unwrap();
+            let p = pairs(inner);
+            (count(&p, "all"), count(&p, "split"))
+        })
+        .collect()
+}
+
+/// Shared-memory rendezvous at or above `WEFT_SHM_SPLIT_LIMIT` are copied half by the
+/// receiver, half by the sender, wildcard receives and the ring's odd sizes included (the
+/// suite checks every byte); at 0 none is split.
+#[test]
+fn split_rendezvous_on_both_sides_and_off() {
+    let envs = [("P2P_SEED", "5"), ("WEFT_EAGER_LIMIT", "1024"), ("WEFT_SHM_SPLIT_LIMIT", "8192")];
+    for (r, (all, split)) in rendezvous(&suite_lines(3, &[], &envs)).into_iter().enumerate() {
+        assert!(split > 0 && split <= all, "rank {r}: {split} split of {all} rendezvous");
+    }
+    let envs = [("P2P_SEED", "5"), ("WEFT_EAGER_LIMIT", "1024"), ("WEFT_SHM_SPLIT_LIMIT", "0")];
+    for (r, (all, split)) in rendezvous(&suite_lines(3, &[], &envs)).into_iter().enumerate() {
+        assert!(all > 0 && split == 0, "rank {r}: {split} split of {all} rendezvous");
+    }
 }
 
 fn count(c: &[(String, u64)], name: &str) -> u64 {

@@ -27,6 +27,7 @@ use crate::matching::{Arrived, Matching};
 use crate::request::{Phase, ReqId, Requests};
 use crate::rndv::{GetInFlight, RndvTodo};
 use crate::send::Outgoing;
+use crate::split::SplitTodo;
 use crate::transport::{Header, RKey, Transport, TransportError};
 use crate::{CommId, Status, ANY_TAG, MAX_TAG};
 
@@ -74,6 +75,11 @@ pub struct Stats {
     pub sent_self: u64,
     /// Rendezvous transfers completed as receiver.
     pub rndv_gets: u64,
+    /// Of those, split ones (the sender wrote the tail).
+    pub split_rndv: u64,
+    /// CTS messages this process answered without writing (its send given up, or the write
+    /// failed).
+    pub split_put_refused: u64,
     /// Messages that arrived before their receive was posted.
     pub unexpected: u64,
     /// Malformed messages dropped.
@@ -142,6 +148,9 @@ pub(crate) struct Core {
     /// Exposures whose FIN arrived; withdrawn after the poll that saw it.
     pub(crate) unexpose_todo: Vec<(u32, RKey)>,
     pub(crate) gets: Vec<GetInFlight>,
+    /// Split rendezvous work after the poll: tail writes asked for (sender side) and FINs
+    /// owed for completed split receives (receiver side).
+    pub(crate) split: SplitTodo,
     pub(crate) failed: Failures,
     pub(crate) next_ctx: u32,
     pub(crate) stats: Stats,
@@ -246,6 +255,7 @@ impl Engine {
                 rndv_todo: Vec::new(),
                 unexpose_todo: Vec::new(),
                 gets: Vec::new(),
+                split: SplitTodo::default(),
                 failed: Failures::new(nprocs),
                 next_ctx: 2,
                 stats: Stats::default(),

@@ -128,10 +128,15 @@ impl Engine {
         core.reqs.for_each_mut(|_, r| {
             // An asynchronous read in flight may still write the user buffer: it completes
             // through the transport (with an error) rather than here.
-            if r.peer_world != w || matches!(r.phase, Phase::Done(_) | Phase::RecvGetting { .. }) {
+            // A split receive waits for its sender, whatever rank it was posted for.
+            let split_from_w = matches!(r.phase, Phase::RecvAwaitPut { peer, .. } if peer == w);
+            if (r.peer_world != w && !split_from_w)
+                || matches!(r.phase, Phase::Done(_) | Phase::RecvGetting { .. })
+                || matches!(r.phase, Phase::RecvAwaitPut { .. }) && !split_from_w
+            {
                 return;
             }
-            if let Phase::SendAwaitFin { key } = r.phase {
+            if let Phase::SendAwaitFin { key } | Phase::RecvAwaitPut { key, .. } = r.phase {
                 to_unexpose.push(key);
             }
             let rank = comms.get(r.comm).ok().and_then(|c| c.rank_of_world(w)).unwrap_or(w);

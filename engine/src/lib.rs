@@ -34,6 +34,7 @@ mod recv;
 mod request;
 mod rndv;
 mod send;
+mod split;
 pub mod transport;
 mod universe;
 

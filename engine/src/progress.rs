@@ -52,6 +52,9 @@ impl Engine {
         if !self.core.gets.is_empty() {
             n += self.poll_gets();
         }
+        if !self.core.split.is_empty() {
+            n += self.run_split();
+        }
         if !self.core.ctrl_inbox.is_empty() {
             n += self.dispatch_ctrl();
         }
@@ -70,6 +73,7 @@ impl Engine {
             || !c.unexpose_todo.is_empty()
             || c.n_pending > 0
             || !c.gets.is_empty()
+            || !c.split.is_empty()
             || !c.ctrl_inbox.is_empty()
             || !c.acks_to_send.is_empty()
             || self.extensions.has_activities()

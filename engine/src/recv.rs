@@ -324,6 +324,14 @@ impl Core {
                 self.on_fin(peer, h);
                 self.awaited == Some(ReqId::from_raw(h.len))
             }
+            class::CTS => {
+                self.on_cts(peer, h, payload);
+                false
+            }
+            class::PUT_DONE => {
+                self.on_put_done(peer, h);
+                self.awaited == Some(ReqId::from_raw(h.len))
+            }
             class::BYE => {
                 self.on_bye(peer);
                 false

@@ -69,6 +69,10 @@ pub(crate) enum Phase {
     RecvPosted,
     /// Rendezvous receive matched; the transport read is in flight (asynchronous transports).
     RecvGetting { status: Status },
+    /// Split rendezvous receive: the head is read (`head` is its outcome), the sender writes
+    /// the tail into the exposure `key`; completed by its PUT_DONE, or by the failure of `peer`
+    /// (its world rank).
+    RecvAwaitPut { peer: u32, status: Status, key: RKey, head: Result<(), Error>, sreq: u64, ctx: u32 },
     /// An operation of an upper layer (a non-blocking collective, an agreement): completed by
     /// [`crate::Ext::complete_request`].
     Generic,
@@ -146,6 +150,11 @@ impl Requests {
     /// Number of requests not yet freed.
     pub(crate) fn live(&self) -> usize {
         self.live
+    }
+
+    /// Whether some live request satisfies `f` (a scan of the slab: not for small messages).
+    pub(crate) fn any(&self, mut f: impl FnMut(&Req) -> bool) -> bool {
+        self.slots.iter().any(|s| s.req.as_ref().is_some_and(&mut f))
     }
 
     /// Visit every live request (slow path: failure sweeps).

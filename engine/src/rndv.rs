@@ -2,7 +2,8 @@
 //! and sends an RTS carrying its request id and the remote key (`send.rs`); the receiver,
 //! once the RTS matches a receive, reads the data straight into the user buffer with the
 //! transport's `get` (at once or asynchronously) and sends a FIN back; the FIN completes the
-//! send and withdraws the exposure. A rendezvous to this process itself (a synchronous send
+//! send and withdraws the exposure. Large messages on a transport that can also write a
+//! peer's memory split the copy between both sides (`split.rs`). A rendezvous to this process itself (a synchronous send
 //! to self) is copied from the sender's request when it matches.
 
 use crate::buffer::UserBuf;
@@ -61,6 +62,10 @@ impl Engine {
                 self.core.finish(todo.req, Err(Error::ProcFailed { ranks: vec![todo.status.source] }));
                 continue;
             }
+            let todo = match self.start_split(todo, buf, t as usize) {
+                Ok(()) => continue,
+                Err(todo) => todo,
+            };
             // SAFETY: the receive request owns `buf` (valid for writes of buf.len() ≥ n bytes)
             // until it completes, and it completes only after the read is done.
             let r = unsafe { self.transports[t as usize].get(todo.peer_world, &todo.key, buf.ptr(), n) };

@@ -18,6 +18,13 @@ pub mod class {
     pub const BYE: u8 = 4;
     /// Answer to a BYE: everything the BYE's sender sent before it has been received.
     pub const BYE_ACK: u8 = 5;
+    /// Split rendezvous, receiver to sender: write the tail of the message into the
+    /// receiver's buffer. `len` holds the sender request id, `src` the tail's offset in 4 KiB
+    /// pages; payload is `[receiver request id: u64][RKey of the receiver's tail]`.
+    pub const CTS: u8 = 6;
+    /// Split rendezvous, sender to receiver: the tail write is over; `len` holds the receiver
+    /// request id, `flags` is 0 if the tail was written, 1 if it was not.
+    pub const PUT_DONE: u8 = 7;
     /// First class number free for upper layers (collectives, fault tolerance).
     pub const FIRST_FREE: u8 = 16;
 }
@@ -144,6 +151,30 @@ pub trait Transport {
         dst: *mut u8,
         len: usize,
     ) -> Result<GetStatus, TransportError>;
+
+    /// Smallest rendezvous message both sides copy (a split rendezvous: the receiver reads
+    /// the head while the sender writes the tail with [`Transport::put`]); `usize::MAX` (the
+    /// default) never splits. A transport that splits completes [`Transport::get`] at once
+    /// (never `Pending`).
+    fn split_limit(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Write `len` bytes from `src` into the memory described by `key` (exposed by `peer`).
+    /// Only transports with a [`Transport::split_limit`] implement it.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `len` bytes during the call.
+    unsafe fn put(
+        &mut self,
+        peer: u32,
+        key: &RKey,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let _ = (peer, key, src, len);
+        Err(TransportError::Invalid(format!("{} has no put", self.name())))
+    }
 
     /// Append the tokens of reads that completed since the last call (asynchronous transports).
     fn poll_gets(&mut self, done: &mut Vec<(u64, Result<(), TransportError>)>) {

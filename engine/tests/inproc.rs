@@ -19,7 +19,16 @@ fn run<F>(n: u32, cap: usize, f: F)
 where
     F: Fn(u32, &mut Engine, &Arc<Net>) + Send + Sync + 'static,
 {
+    run_split(n, cap, usize::MAX, f)
+}
+
+/// As [`run`], on transports that split rendezvous of at least `split_limit` bytes.
+fn run_split<F>(n: u32, cap: usize, split_limit: usize, f: F)
+where
+    F: Fn(u32, &mut Engine, &Arc<Net>) + Send + Sync + 'static,
+{
     let net = net(n, cap);
+    net.split_limit.store(split_limit, std::sync::atomic::Ordering::Relaxed);
     let f = Arc::new(f);
     let hs: Vec<_> = (0..n)
         .map(|r| {
@@ -212,6 +221,55 @@ fn failure_completes_pending_operations() {
                 e.recv(w, &mut b, 0, 5).unwrap();
                 e.send(w, b"go", 0, 77).unwrap();
             }
+        }
+    });
+}
+
+/// Split rendezvous: above the transport's split limit the receiver reads the head and the
+/// sender writes the tail; every byte arrives, sizes around the page-rounded split included,
+/// and messages below the limit or towards a receiver with its own sends pending to that peer
+/// are read whole.
+#[test]
+fn split_rendezvous_moves_every_byte() {
+    let sizes = [8192usize, 8193, 12_289, 100_000, 1 << 20];
+    run_split(2, 64, 8192, move |r, e, _| {
+        let w = e.world();
+        let pat = |len: usize, i: usize| (i * 131 + len) as u8;
+        if r == 0 {
+            for &len in &sizes {
+                let data: Vec<u8> = (0..len).map(|i| pat(len, i)).collect();
+                e.send(w, &data, 1, 3).unwrap();
+            }
+            assert_eq!(e.stats().split_rndv, 0, "the sender received nothing");
+        } else {
+            for &len in &sizes {
+                let mut b = vec![0u8; len];
+                let st = e.recv(w, &mut b, 0, 3).unwrap();
+                assert_eq!(st.count, len);
+                assert!(b.iter().enumerate().all(|(i, &x)| x == pat(len, i)), "{len} bytes differ");
+            }
+            assert_eq!(e.stats().split_rndv, sizes.len() as u64);
+        }
+        e.barrier(w).unwrap();
+    });
+}
+
+/// A sender that dies after its RTS, with the receiver's CTS unanswered: the split receive
+/// ends with `ProcFailed` (no hang waiting for the tail).
+#[test]
+fn a_dead_sender_fails_its_split_receive() {
+    run_split(2, 64, 8192, |r, e, net| {
+        let w = e.world();
+        if r == 0 {
+            // Leaked: the receiver may read it after this rank "died".
+            let data: &'static [u8] = vec![7u8; 1 << 16].leak();
+            // SAFETY: `data` lives for the rest of the process.
+            let _req = unsafe { e.isend(w, data.as_ptr(), data.len(), 1, 4).unwrap() };
+            *net.dead[0].lock().unwrap() = true;
+        } else {
+            let mut b = vec![0u8; 1 << 16];
+            let err = e.recv(w, &mut b, 0, 4).unwrap_err();
+            assert_eq!(err, Error::ProcFailed { ranks: vec![0] });
         }
     });
 }

@@ -12,11 +12,7 @@ pub extern "C" fn PMPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
     base.wrapping_add(disp)
 }
 
-/// `MPI_Aint_add`.
-#[no_mangle]
-pub extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
-    PMPI_Aint_add(base, disp)
-}
+crate::weak_alias!(MPI_Aint_add / PMPI_Aint_add);
 
 /// `MPI_Aint_diff`: `addr1 - addr2`.
 #[no_mangle]
@@ -24,11 +20,7 @@ pub extern "C" fn PMPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     addr1.wrapping_sub(addr2)
 }
 
-/// `MPI_Aint_diff`.
-#[no_mangle]
-pub extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
-    PMPI_Aint_diff(addr1, addr2)
-}
+crate::weak_alias!(MPI_Aint_diff / PMPI_Aint_diff);
 
 #[cfg(test)]
 mod tests {

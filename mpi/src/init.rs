@@ -233,11 +233,7 @@ pub extern "C" fn PMPI_Wtime() -> c_double {
     now()
 }
 
-/// `MPI_Wtime`.
-#[no_mangle]
-pub extern "C" fn MPI_Wtime() -> c_double {
-    now()
-}
+crate::weak_alias!(MPI_Wtime / PMPI_Wtime);
 
 /// `MPI_Wtick`: the monotonic clock's resolution.
 #[no_mangle]
@@ -245,11 +241,7 @@ pub extern "C" fn PMPI_Wtick() -> c_double {
     1e-9
 }
 
-/// `MPI_Wtick`.
-#[no_mangle]
-pub extern "C" fn MPI_Wtick() -> c_double {
-    1e-9
-}
+crate::weak_alias!(MPI_Wtick / PMPI_Wtick);
 
 /// A NUL-terminated C string argument as UTF-8 (lossy), or `MPI_ERR_ARG` if null.
 ///

@@ -15,9 +15,9 @@
 //! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `parent` (`MPI_Comm_get_parent`), `unsupported` (the generated stubs of
 //! everything else).
 //!
-//! Every function is exported twice: `PMPI_x` holds the body, and `MPI_x` calls it (the name
-//! a profiling library defines itself to intercept the call; in a shared library the dynamic
-//! linker takes the first definition it finds, so the interposer wins without weak symbols).
+//! Every function is exported twice: `PMPI_x` holds the body (a strong symbol), and `MPI_x` is
+//! a weak alias at the same address (the name a profiling library defines itself to intercept
+//! the call, see [`weak_alias!`]).
 
 #![allow(non_snake_case)]
 
@@ -59,9 +59,9 @@ pub use crate::{
     profiling::*, request::*, status::*, topo::*, ulfm::*,
 };
 
-/// Export `PMPI_name` with `body` and `MPI_name` calling it. Every argument is a plain C value
-/// or pointer; pointers are checked before use (null where the standard forbids it is
-/// `MPI_ERR_ARG`).
+/// Export `PMPI_name` with `body`, and `MPI_name` as its weak alias ([`weak_alias!`]). Every
+/// argument is a plain C value or pointer; pointers are checked before use (null where the
+/// standard forbids it is `MPI_ERR_ARG`).
 macro_rules! export {
     ($(#[$m:meta])* fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block) => {
         $(#[$m])*
@@ -71,18 +71,41 @@ macro_rules! export {
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($a: $t),*) -> std::ffi::c_int $body
 
-        $(#[$m])*
-        ///
-        /// # Safety
-        /// As for the `PMPI_` function of the same name.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($a: $t),*) -> std::ffi::c_int {
-            // SAFETY: same contract.
-            unsafe { $pname($($a),*) }
-        }
+        $crate::weak_alias!($name / $pname);
     };
 }
 pub(crate) use export;
+
+/// Define `MPI_name` as a weak ELF alias of the exported function `PMPI_name` (same address,
+/// binding `STB_WEAK`), and as a Rust re-export of it for the crate's own callers.
+///
+/// A profiling library defines `MPI_name` itself and calls `PMPI_name`: against the shared
+/// library its definition comes first in the dynamic linker's search, and against a static
+/// archive the weak alias yields to it. Rust has no stable weak linkage, so the alias is an
+/// assembler directive (`.weak` + `.set`) in module-level assembly. The assembler resolves
+/// `.set` only against a symbol of its own object file (an alias of a symbol defined elsewhere
+/// is silently dropped), and rustc places module-level assembly in the codegen unit of its
+/// module, so this macro must be expanded in the module that defines `PMPI_name`: `export!`
+/// does that. rustc's version script exports only Rust's `#[no_mangle]` items; `build.rs`
+/// adds a second one that exports the `MPI_*`/`MPIX_*` aliases. `mpi/tests/symbols.rs` checks
+/// that every `MPI_` export of the library is weak and has its `PMPI_` twin at its address.
+macro_rules! weak_alias {
+    ($name:ident / $pname:ident) => {
+        #[cfg(target_os = "linux")]
+        std::arch::global_asm!(concat!(
+            ".weak ",
+            stringify!($name),
+            "\n.set ",
+            stringify!($name),
+            ", ",
+            stringify!($pname)
+        ));
+        #[doc = concat!("`", stringify!($name), "`: the weak alias of `", stringify!($pname), "`.")]
+        #[allow(unused_imports)] // Unused in Rust where the module is not re-exported.
+        pub use $pname as $name;
+    };
+}
+pub(crate) use weak_alias;
 
 /// Write `v` through the output pointer `p`, or fail with `MPI_ERR_ARG` naming `what` if it is
 /// null.

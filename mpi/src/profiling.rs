@@ -16,8 +16,4 @@ pub extern "C" fn PMPI_Pcontrol(_level: c_int) -> c_int {
     MPI_SUCCESS
 }
 
-/// `MPI_Pcontrol`.
-#[no_mangle]
-pub extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
-    PMPI_Pcontrol(level)
-}
+crate::weak_alias!(MPI_Pcontrol / PMPI_Pcontrol);

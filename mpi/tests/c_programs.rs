@@ -16,9 +16,9 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
 }
 
-/// Build `mpi/tests/c/<name>.c` with `compiler` (a weft-mpicc-like command); the executable.
-fn build(compiler: &[&str], name: &str, tag: &str) -> PathBuf {
-    // `cargo test` builds the rlib, not necessarily the shared library the C programs load.
+/// `libmpi_abi.so` of this build, built first: `cargo test` builds the rlib, not necessarily
+/// the shared library the C programs load.
+fn library() -> PathBuf {
     static LIB: std::sync::Once = std::sync::Once::new();
     LIB.call_once(|| {
         let mut cmd = Command::new(env!("CARGO"));
@@ -28,6 +28,12 @@ fn build(compiler: &[&str], name: &str, tag: &str) -> PathBuf {
         }
         assert!(cmd.status().expect("cargo build -p weft-mpi").success(), "building libmpi_abi failed");
     });
+    common::target_dir().join("libmpi_abi.so")
+}
+
+/// Build `mpi/tests/c/<name>.c` with `compiler` (a weft-mpicc-like command); the executable.
+fn build(compiler: &[&str], name: &str, tag: &str) -> PathBuf {
+    library();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c_programs");
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join(format!("{name}-{tag}"));
@@ -178,15 +184,9 @@ fn weft_mpicc_and_mpicc_abi_binaries_agree_on_weft() {
 /// `libmpi_abi.so` (a source mention that fooled build.rs's scan would leave one undefined).
 #[test]
 fn the_library_exports_every_declared_function() {
-    let lib = common::target_dir().join("libmpi_abi.so");
-    let Ok(out) = Command::new("nm").args(["-D", "--defined-only"]).arg(&lib).output() else {
-        println!("skipped: no nm (binutils) to list the symbols of {}", lib.display());
-        return;
-    };
-    assert!(out.status.success(), "nm {}: {}", lib.display(), String::from_utf8_lossy(&out.stderr));
-    let nm = String::from_utf8_lossy(&out.stdout);
-    let exported: std::collections::HashSet<&str> =
-        nm.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let lib = library();
+    let Some(symbols) = dynamic_symbols(&lib) else { return };
+    let exported: std::collections::HashSet<&str> = symbols.keys().map(String::as_str).collect();
     let mut declared = 0;
     for h in ["mpi.h", "mpi-ext.h"] {
         let text = std::fs::read_to_string(repo().join("mpi/include").join(h)).unwrap();
@@ -203,6 +203,57 @@ fn the_library_exports_every_declared_function() {
         }
     }
     assert!(declared > 1300, "only {declared} declarations found");
+}
+
+/// `name -> (nm type letter, address)` of the defined dynamic symbols of `lib`, or `None`
+/// (reported as skipped) without binutils' `nm`.
+fn dynamic_symbols(lib: &Path) -> Option<std::collections::HashMap<String, (char, u64)>> {
+    let Ok(out) = Command::new("nm").args(["-D", "--defined-only"]).arg(lib).output() else {
+        println!("skipped: no nm (binutils) to list the symbols of {}", lib.display());
+        return None;
+    };
+    assert!(out.status.success(), "nm {}: {}", lib.display(), String::from_utf8_lossy(&out.stderr));
+    let nm = String::from_utf8_lossy(&out.stdout);
+    let mut symbols = std::collections::HashMap::new();
+    for line in nm.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(addr), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
+        let addr = u64::from_str_radix(addr, 16).unwrap_or_else(|e| panic!("nm line `{line}`: {e}"));
+        symbols.insert(name.to_string(), (kind.chars().next().unwrap(), addr));
+    }
+    Some(symbols)
+}
+
+/// The profiling interface's symbols: every `MPI_`/`MPIX_` function the library exports is a
+/// weak symbol (nm `W`) at the address of its strong `PMPI_` twin (nm `T`), and every `PMPI_`
+/// function has its `MPI_` alias, so a profiling library's own `MPI_x` takes precedence, also
+/// when linked statically.
+#[test]
+fn every_mpi_export_is_a_weak_alias_of_its_pmpi_function() {
+    let Some(symbols) = dynamic_symbols(&library()) else { return };
+    let mut pairs = 0;
+    for (name, &(kind, addr)) in &symbols {
+        if name.starts_with("MPI_") || name.starts_with("MPIX_") {
+            assert_eq!(kind, 'W', "{name} is exported as `{kind}`, not as a weak symbol");
+            let pname = format!("P{name}");
+            let Some(&(pkind, paddr)) = symbols.get(&pname) else { panic!("{name} has no {pname} twin") };
+            assert_eq!(pkind, 'T', "{pname} is exported as `{pkind}`, not as a strong function");
+            assert_eq!(addr, paddr, "{name} ({addr:#x}) is not at the address of {pname} ({paddr:#x})");
+            pairs += 1;
+        } else if let Some(name) = name.strip_prefix('P').filter(|n| n.starts_with("MPI")) {
+            assert!(symbols.contains_key(name), "P{name} has no weak {name} alias");
+        }
+    }
+    assert!(pairs > 650, "only {pairs} MPI_/PMPI_ pairs exported");
+}
+
+/// A profiling wrapper: a program that defines its own `MPI_Send` and `MPI_Recv` (counting
+/// calls, then calling `PMPI_`) links against the library, its wrappers are the ones called,
+/// and the library's `MPI_Send` is its `PMPI_Send` (one address through `dlsym`).
+#[test]
+fn a_profiling_wrapper_intercepts_mpi_calls() {
+    let exe = build(&[&weft_mpicc()], "pmpi_wrapper", "weft");
+    assert_eq!(run2(&exe), ["pmpi_wrapper ok rank 0", "pmpi_wrapper ok rank 1"]);
 }
 
 #[test]

@@ -50,11 +50,21 @@ pub struct ShmConfig {
     pub ring_max: usize,
     /// Largest eager payload (default 16 KiB); also capped at a quarter of the smallest ring.
     pub eager_limit: usize,
+    /// Smallest rendezvous message whose copy the receiver and the sender split between them
+    /// (each copies half with cross-memory attach); `usize::MAX` never splits (default
+    /// 256 KiB).
+    pub split_limit: usize,
 }
 
 impl Default for ShmConfig {
     fn default() -> Self {
-        ShmConfig { inbound_budget: 4 << 20, ring_min: 16 << 10, ring_max: 512 << 10, eager_limit: 16 << 10 }
+        ShmConfig {
+            inbound_budget: 4 << 20,
+            ring_min: 16 << 10,
+            ring_max: 512 << 10,
+            eager_limit: 16 << 10,
+            split_limit: 256 << 10,
+        }
     }
 }
 
@@ -383,6 +393,44 @@ impl ShmTransport {
     }
 
     /// Whether the peer's pidfd says it exited.
+    /// Check a cross-memory access of `len` bytes to `peer`'s exposure `key`: the peer's
+    /// slot, pid and the exposure's address.
+    fn cma_target(&self, peer: u32, key: &RKey, len: usize) -> Result<(usize, u32, u64), TransportError> {
+        let slot = self
+            .slot_of(peer)
+            .ok_or_else(|| TransportError::Invalid(format!("rank {peer} is not a local peer")))?;
+        if self.out[slot].dead {
+            return Err(TransportError::PeerDead(peer));
+        }
+        let (addr, klen) =
+            cma::parse_key(key).ok_or_else(|| TransportError::Invalid("not a shm rkey".into()))?;
+        if len as u64 > klen {
+            return Err(TransportError::Invalid(format!("access of {len} bytes to an exposure of {klen}")));
+        }
+        let pid = self.info[slot].pid;
+        if pid == 0 {
+            return Err(TransportError::Invalid(format!("rank {peer} is not connected")));
+        }
+        Ok((slot, pid, addr))
+    }
+
+    /// The outcome of a cross-memory access to `peer` (`call` failed with errno `r`). The pid
+    /// names the peer only while it has not exited: if its pidfd is readable now, the pid may
+    /// have been reused during the access, so the data is not trusted.
+    fn cma_result(
+        &mut self,
+        peer: u32,
+        slot: usize,
+        r: Result<(), i32>,
+        call: &'static str,
+    ) -> Result<(), TransportError> {
+        if self.peer_exited(slot) {
+            self.mark_failed(slot);
+            return Err(TransportError::PeerDead(peer));
+        }
+        r.map_err(|e| TransportError::Call { call, msg: std::io::Error::from_raw_os_error(e).to_string() })
+    }
+
     fn peer_exited(&self, slot: usize) -> bool {
         self.info[slot].pidfd.as_ref().is_some_and(|p| p.has_exited())
     }
@@ -420,6 +468,10 @@ impl Transport for ShmTransport {
 
     fn eager_limit(&self) -> usize {
         self.eager_limit
+    }
+
+    fn split_limit(&self) -> usize {
+        self.cfg.split_limit
     }
 
     #[inline]
@@ -504,37 +556,25 @@ impl Transport for ShmTransport {
         dst: *mut u8,
         len: usize,
     ) -> Result<GetStatus, TransportError> {
-        let slot = self
-            .slot_of(peer)
-            .ok_or_else(|| TransportError::Invalid(format!("rank {peer} is not a local peer")))?;
-        if self.out[slot].dead {
-            return Err(TransportError::PeerDead(peer));
-        }
-        let (addr, klen) =
-            cma::parse_key(key).ok_or_else(|| TransportError::Invalid("not a shm rkey".into()))?;
-        if len as u64 > klen {
-            return Err(TransportError::Invalid(format!("get of {len} bytes from an exposure of {klen}")));
-        }
-        let pid = self.info[slot].pid;
-        if pid == 0 {
-            return Err(TransportError::Invalid(format!("rank {peer} is not connected")));
-        }
+        let (slot, pid, addr) = self.cma_target(peer, key, len)?;
         // SAFETY: dst is valid for len bytes and exclusively ours until we return (the
         // caller's contract of Transport::get).
         let r = unsafe { cma::read_remote(pid, addr, dst, len) };
-        // The pid names our peer only while it has not exited: if the pidfd is readable now,
-        // the pid may have been reused during the read, so the data is not trusted.
-        if self.peer_exited(slot) {
-            self.mark_failed(slot);
-            return Err(TransportError::PeerDead(peer));
-        }
-        match r {
-            Ok(()) => Ok(GetStatus::Done),
-            Err(e) => Err(TransportError::Call {
-                call: "process_vm_readv",
-                msg: std::io::Error::from_raw_os_error(e).to_string(),
-            }),
-        }
+        self.cma_result(peer, slot, r, "process_vm_readv").map(|()| GetStatus::Done)
+    }
+
+    unsafe fn put(
+        &mut self,
+        peer: u32,
+        key: &RKey,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        let (slot, pid, addr) = self.cma_target(peer, key, len)?;
+        // SAFETY: src is valid for reads of len bytes during the call (the caller's contract
+        // of Transport::put).
+        let r = unsafe { cma::write_remote(pid, addr, src, len) };
+        self.cma_result(peer, slot, r, "process_vm_writev")
     }
 
     fn poll_failures(&mut self, out: &mut Vec<u32>) {

@@ -7,6 +7,7 @@
 //! builds an engine wired to it; [`join_all`] waits for the rank threads with a watchdog.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,6 +28,9 @@ pub struct Net {
     cap: usize,
     /// Messages accepted per (sender, receiver).
     pub sent: Mutex<Vec<Vec<u64>>>,
+    /// The transports' [`Transport::split_limit`] (default `usize::MAX`: no split
+    /// rendezvous; set it before building the engines).
+    pub split_limit: AtomicUsize,
 }
 
 /// A medium for `n` ranks whose inboxes hold at most `cap` messages (flow control).
@@ -36,6 +40,7 @@ pub fn net(n: u32, cap: usize) -> Arc<Net> {
         dead: (0..n).map(|_| Mutex::new(false)).collect(),
         cap,
         sent: Mutex::new(vec![vec![0; n as usize]; n as usize]),
+        split_limit: AtomicUsize::new(usize::MAX),
     })
 }
 
@@ -112,6 +117,29 @@ impl Transport for InProc {
         // and the caller guarantees `dst` is valid for `len` bytes.
         unsafe { std::ptr::copy_nonoverlapping(addr, dst, len) };
         Ok(GetStatus::Done)
+    }
+
+    fn split_limit(&self) -> usize {
+        self.net.split_limit.load(Ordering::Relaxed)
+    }
+
+    unsafe fn put(
+        &mut self,
+        peer: u32,
+        key: &RKey,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), TransportError> {
+        if *self.net.dead[peer as usize].lock().unwrap() {
+            return Err(TransportError::PeerDead(peer));
+        }
+        let addr = u64::from_le_bytes(key[..8].try_into().unwrap()) as *mut u8;
+        let max = u64::from_le_bytes(key[8..16].try_into().unwrap()) as usize;
+        assert!(len <= max, "put of {len} bytes to an exposure of {max}");
+        // SAFETY: one address space; the receiver keeps the exposed buffer alive until our
+        // PUT_DONE, and the caller guarantees `src` is valid for `len` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(src, addr, len) };
+        Ok(())
     }
 
     fn poll_failures(&mut self, out: &mut Vec<u32>) {

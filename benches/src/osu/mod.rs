@@ -60,6 +60,13 @@ pub struct OsuCli {
     /// Print CSV (`benchmark,size,impl,value,unit`) instead of a table.
     #[arg(long)]
     pub csv: bool,
+    /// Start each weft rank in its own session (`setsid -w`), as MPICH's hydra does with its
+    /// ranks. Under Linux autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`)
+    /// a session is a scheduling group, so on a loaded machine MPICH's ranks otherwise each
+    /// get a group's share of the CPU while weft's share one group with the shell that
+    /// started them; no effect on an idle machine.
+    #[arg(long)]
+    pub own_sessions: bool,
     /// Also run weft-bench's own benchmark of each operation (latency, bw, bibw, allreduce,
     /// barrier, bcast: weft without the MPI layer) in every round, and print MPI/native.
     #[arg(long)]

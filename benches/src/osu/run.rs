@@ -111,6 +111,9 @@ pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row
                 _ => setup.weft_lib.display().to_string(),
             };
             c.args(["-n", &n, "--bind-to", "core"]).env("LD_LIBRARY_PATH", path);
+            if cli.own_sessions {
+                c.args(["setsid", "-w"]);
+            }
             c
         }
         Lib::Native => unreachable!("handled above"),
