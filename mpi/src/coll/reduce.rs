@@ -15,6 +15,7 @@ use super::{count_of, counts_at, in_place, launch, root_in, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
+use crate::op::{fast_reduction, Reduction};
 use crate::request::After;
 use crate::state::{call, Mpi, On};
 
@@ -39,7 +40,8 @@ fn reduce(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    let (me, n) = m.rank_size(comm)?;
+    let c = m.coll_comm(comm)?;
+    let (me, n) = (c.rank, c.size);
     // (kind, elements in, elements out here, per-rank counts, root)
     let (kind, input, output, counts, root) = match shape {
         Shape::Whole { kind, count, root } => {
@@ -65,24 +67,34 @@ fn reduce(
             (Kind::ReduceScatter, total, c[me as usize], c, 0)
         }
     };
-    let ty = m.typed(dt, 0)?;
-    let r = m.reduction(op, dt, &ty)?;
-    let spec_count = match kind {
-        Kind::ReduceScatterBlock => output * r.per_elem,
+    let spec_count = |per_elem: usize| match kind {
+        Kind::ReduceScatterBlock => output * per_elem,
         Kind::ReduceScatter => 0,
-        _ => input * r.per_elem,
+        _ => input * per_elem,
     };
-    if ty.dense() && kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce) {
-        // The common case, without staging: the engine reads and writes the buffers as they
-        // are (allreduce in place included).
+    // The common case, without staging: the engine reads and writes the buffers as they are
+    // (allreduce in place included).
+    let direct = |r: Reduction| {
         let mut spec = Spec::new(kind, r.dtype);
-        spec.count = spec_count;
+        spec.count = spec_count(r.per_elem);
         spec.op = Some(r.op);
         spec.root = root;
         spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
         spec.recv = if output == 0 { std::ptr::null_mut() } else { rbuf.cast() };
         // SAFETY: the application keeps its buffers valid until the collective completes.
-        return unsafe { m.exec(comm, &mut spec, mode, After::Nothing) };
+        unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) }
+    };
+    let unstaged = kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce);
+    // A dense committed type and a predefined arithmetic operation: decided without cloning
+    // the type's description.
+    let dense = m.types.borrow().dense(dt);
+    if let Some(r) = dense.filter(|_| unstaged).and_then(|(size, elem)| fast_reduction(op, size, elem)) {
+        return direct(r);
+    }
+    let ty = m.typed(dt, 0)?;
+    let r = m.reduction(op, dt, &ty)?;
+    if ty.dense() && unstaged {
+        return direct(r);
     }
     let send = if in_place(sbuf) {
         if kind == Kind::Reduce && me != root {
@@ -110,7 +122,7 @@ fn reduce(
     }
     let per: Vec<usize> = counts.iter().map(|c| c * r.per_elem).collect();
     let mut spec = Spec::new(kind, r.dtype);
-    spec.count = spec_count;
+    spec.count = spec_count(r.per_elem);
     spec.op = Some(r.op);
     spec.root = root;
     spec.rcounts = &per;
