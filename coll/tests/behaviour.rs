@@ -216,6 +216,62 @@ fn cached_call_shape_still_validates() {
 }
 
 #[test]
+fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
+    common::run(3, &[], |r, e, c, _| {
+        let w = e.world();
+        let d = e.comm_dup(w).unwrap();
+        let (x, mut y) = ([1i64; 4], [0i64; 4]);
+        let mut s = Spec::new(Kind::Allreduce, DType::I64);
+        s.count = 4;
+        s.op = Some(Op::Sum);
+        s.send = x.as_ptr() as *const u8;
+        s.recv = y.as_mut_ptr() as *mut u8;
+        let mut sized = 0;
+        for _ in 0..3 {
+            let mut t = s.clone();
+            // SAFETY: x and y hold the 32 bytes the sizing gives them and outlive the call.
+            unsafe {
+                c.run_bare(e.ext(), d, &mut t, |t| {
+                    sized += 1;
+                    (t.send_len, t.recv_len) = (32, 32);
+                    Ok(())
+                })
+            }
+            .unwrap();
+            assert_eq!((t.send_len, t.recv_len), (32, 32));
+            assert_eq!(y, [3i64; 4]);
+            y = [0; 4];
+        }
+        assert_eq!(sized, 1, "only the first call of the shape is sized by the caller");
+        // Same shape, a null receive buffer: not run from the cache; the sizing rejects it.
+        let mut t = Spec { recv: std::ptr::null_mut(), ..s.clone() };
+        // SAFETY: nothing is accessed (the call is rejected before it runs).
+        let res = unsafe { c.run_bare(e.ext(), d, &mut t, |_| Err(Error::InvalidArg("null recv".into()))) };
+        assert!(matches!(&res, Err(Error::InvalidArg(m)) if m == "null recv"), "{res:?}");
+        // A bcast: the root sends, the others receive, the second call from the cache.
+        let mut b = [0u8; 8];
+        if r == 0 {
+            b = [7; 8];
+        }
+        for _ in 0..2 {
+            let mut t = Spec::new(Kind::Bcast, DType::U8);
+            (t.count, t.recv) = (8, b.as_mut_ptr());
+            // SAFETY: b holds 8 bytes and outlives the call.
+            unsafe {
+                c.run_bare(e.ext(), d, &mut t, |t| {
+                    t.recv_len = 8;
+                    Ok(())
+                })
+            }
+            .unwrap();
+            assert_eq!(b, [7; 8]);
+        }
+        e.barrier(w).unwrap();
+        e.comm_free(d).unwrap();
+    });
+}
+
+#[test]
 fn failed_rank_gives_proc_failed_without_hang() {
     let only = std::env::var("ALG").ok();
     for alg in ["binomial", "binbin", "ring", "recdbl", "flat"] {

@@ -19,7 +19,7 @@ use weft_coll::{DType, Kind, Spec};
 use crate::abi::*;
 use crate::comm::CommRef;
 use crate::datatype::TypeInfo;
-use crate::error::{err, MpiResult};
+use crate::error::{err, MpiErr, MpiResult};
 use crate::request::{self, After, Req};
 use crate::state::{call, multiple, Mpi, On};
 use crate::{export, put};
@@ -129,9 +129,31 @@ impl Mpi {
         }
     }
 
+    /// [`Mpi::exec_on`] for a call with nothing to keep alive or run afterwards (its buffers
+    /// are the application's): a blocking call outside `MPI_THREAD_MULTIPLE` goes straight to
+    /// [`OpsCore::run_bare`].
+    ///
+    /// # Safety
+    /// As [`Mpi::exec`].
+    #[inline(always)]
+    pub(crate) unsafe fn exec_direct(
+        &self,
+        c: CommRef,
+        comm: MPI_Comm,
+        spec: &mut Spec,
+        mode: Mode,
+    ) -> MpiResult {
+        if let (Mode::Blocking, false) = (mode, multiple()) {
+            // SAFETY: forwarded contract.
+            return unsafe { self.core.run_bare(c.id, c.rank, c.size, spec) }.map_err(MpiErr::from);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.exec_on(c, comm, spec, mode, After::Nothing) }
+    }
+
     /// The communicator a collective runs on: an intracommunicator (collectives on
     /// intercommunicators are not supported: `MPI_ERR_COMM`).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn coll_comm(&self, comm: MPI_Comm) -> MpiResult<CommRef> {
         let c = self.comm_ref(comm)?;
         if c.inter {
@@ -230,7 +252,8 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            return Ok(m.core.barrier(m.barrier_comm(comm)?.id)?);
+            // Only the core id is needed: no rank or size.
+            return Ok(m.core.barrier(m.comm(comm)?)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);
@@ -256,7 +279,7 @@ fn bcast(
         spec.root = root_in(root, c.size)?;
         spec.recv = buf.cast();
         // SAFETY: the application keeps `buf` valid until the collective completes.
-        return unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) };
+        return unsafe { m.exec_direct(c, comm, &mut spec, mode) };
     }
     let ty = m.typed(dt, count)?;
     let (me, n) = m.rank_size(comm)?;

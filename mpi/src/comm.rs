@@ -133,7 +133,7 @@ impl Mpi {
 
     /// The core id, rank, size and kind of communicator handle `h`: one lookup, and after the
     /// communicator's first use no call into the core.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn comm_ref(&self, h: MPI_Comm) -> MpiResult<CommRef> {
         let comms = self.comms.borrow();
         let c = comms.get(h).ok_or_else(|| invalid(h))?;

@@ -14,7 +14,7 @@ use crate::abi::*;
 use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::intercomm::remote_status;
-use crate::request::{self, After, Req};
+use crate::request::{self, After, Req, Unpack};
 use crate::state::{call, multiple, Mpi, On};
 use crate::{export, put};
 
@@ -275,7 +275,10 @@ impl Mpi {
                 // SAFETY: the scratch buffer moves into `After::Unpack` and lives until the
                 // request completes (moving a Vec does not move its heap buffer).
                 let id = unsafe { self.core.irecv(c, packed.as_mut_ptr(), n, src, tag)? };
-                Ok((id, After::Unpack { packed, dst: buf.cast(), count: count as usize, ty }))
+                Ok((
+                    id,
+                    After::Unpack(Box::new(Unpack { packed, dst: buf.cast(), count: count as usize, ty })),
+                ))
             }
         }
     }

@@ -35,9 +35,17 @@ pub(crate) enum After {
     /// Keep this buffer alive until then (a packed send, a collective's scratch).
     Keep(#[allow(dead_code, reason = "held only to be dropped when the request completes")] Vec<u8>),
     /// Unpack the received bytes through a type into the user's buffer.
-    Unpack { packed: Vec<u8>, dst: *mut u8, count: usize, ty: std::sync::Arc<crate::datatype::TypeInfo> },
+    Unpack(Box<Unpack>),
     /// Run this when the request completes successfully (copies out of scratch buffers).
     Run(Box<dyn FnOnce(&Mpi) -> MpiResult>),
+}
+
+/// The receive of a strided type: where its packed bytes go when it completes.
+pub(crate) struct Unpack {
+    pub(crate) packed: Vec<u8>,
+    pub(crate) dst: *mut u8,
+    pub(crate) count: usize,
+    pub(crate) ty: std::sync::Arc<crate::datatype::TypeInfo>,
 }
 
 /// One request.
@@ -48,7 +56,7 @@ pub(crate) enum Req {
     /// this status.
     Done { status: MPI_Status, comm: MPI_Comm },
     /// Several core requests that complete as one (a neighborhood collective).
-    Parts { parts: crate::neighbor::Parts, comm: MPI_Comm },
+    Parts { parts: Box<crate::neighbor::Parts>, comm: MPI_Comm },
     /// A persistent request (`MPI_Send_init`, ...), active or not.
     Persistent(Box<Persistent>),
 }
@@ -102,6 +110,12 @@ impl Requests {
     #[inline]
     pub(crate) fn remove(&mut self, h: MPI_Request) -> Option<Req> {
         self.table.remove(h)
+    }
+
+    /// Free request `h` without taking it out (its completion step is done or empty).
+    #[inline]
+    pub(crate) fn discard(&mut self, h: MPI_Request) {
+        self.table.discard(h);
     }
 }
 
@@ -276,7 +290,7 @@ pub(crate) fn wait_plain(m: &Mpi, h: MPI_Request) -> Option<MpiResult<Outcome>> 
     };
     Some(match block_on(m, id) {
         Ok(s) => {
-            m.reqs.borrow_mut().remove(h);
+            m.reqs.borrow_mut().discard(h);
             let mut st = status_of(&s, MPI_SUCCESS);
             m.own_status(comm, &mut st);
             Ok((st, None))
@@ -407,7 +421,8 @@ pub(crate) fn finish(m: &Mpi, res: Result<Status, EngineError>, after: After) ->
         Ok(s) => {
             let post = match after {
                 After::Nothing | After::Keep(_) => Ok(()),
-                After::Unpack { packed, dst, count, ty } => {
+                After::Unpack(u) => {
+                    let Unpack { packed, dst, count, ty } = *u;
                     // SAFETY: `dst` is the receive buffer the application handed to the receive
                     // call and must keep valid until the request completes (now).
                     unsafe { crate::datatype::unpack(&packed[..s.count], dst, count, &ty) }
