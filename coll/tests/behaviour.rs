@@ -172,19 +172,23 @@ fn mismatched_arguments_give_typed_errors() {
 
 /// A call shape already cached (its schedule and buffer needs known) still rejects bad
 /// buffers, a wrong type/operation pair and a freed communicator, and stays usable after.
+/// An allreduce (sum) of the four i64 of `x` into `y`, without buffer lengths.
+fn sum4(x: &[i64; 4], y: &mut [i64; 4]) -> Spec<'static> {
+    let mut s = Spec::new(Kind::Allreduce, DType::I64);
+    s.count = 4;
+    s.op = Some(Op::Sum);
+    s.send = x.as_ptr() as *const u8;
+    s.recv = y.as_mut_ptr() as *mut u8;
+    s
+}
+
 #[test]
 fn cached_call_shape_still_validates() {
     common::run(3, &[], |_r, e, c, _| {
         let w = e.world();
         let d = e.comm_dup(w).unwrap();
         let (x, mut y) = ([1i64; 4], [0i64; 4]);
-        let mut s = Spec::new(Kind::Allreduce, DType::I64);
-        s.count = 4;
-        s.op = Some(Op::Sum);
-        s.send = x.as_ptr() as *const u8;
-        s.send_len = 32;
-        s.recv = y.as_mut_ptr() as *mut u8;
-        s.recv_len = 32;
+        let s = Spec { send_len: 32, recv_len: 32, ..sum4(&x, &mut y) };
         for _ in 0..2 {
             // SAFETY: x and y hold the 32 bytes named and outlive this blocking call.
             unsafe { c.run(e.ext(), d, &s) }.unwrap();
@@ -221,11 +225,7 @@ fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
         let w = e.world();
         let d = e.comm_dup(w).unwrap();
         let (x, mut y) = ([1i64; 4], [0i64; 4]);
-        let mut s = Spec::new(Kind::Allreduce, DType::I64);
-        s.count = 4;
-        s.op = Some(Op::Sum);
-        s.send = x.as_ptr() as *const u8;
-        s.recv = y.as_mut_ptr() as *mut u8;
+        let s = sum4(&x, &mut y);
         let mut sized = 0;
         for _ in 0..3 {
             let mut t = s.clone();
