@@ -539,6 +539,19 @@ impl Coll {
     /// memory cost a store-forwarding stall per call.
     #[inline(always)]
     fn hit(&mut self, e: &Ext, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
+        let (slot, i) = self.lookup(e, c, spec, key)?;
+        let (s, r) = self.comms[slot].cache[i].need;
+        let ok = !(s > 0 && spec.send.is_null())
+            && spec.send_len >= s
+            && !(r > 0 && spec.recv.is_null())
+            && spec.recv_len >= r;
+        ok.then_some((slot, i))
+    }
+
+    /// The cache entry (communicator slot, index) of a call shaped as `key` on `c`, whatever
+    /// its buffers.
+    #[inline]
+    fn lookup(&mut self, e: &Ext, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
         if spec.kind.is_v() || !e.comm_live(c) {
             return None;
         }
@@ -551,12 +564,7 @@ impl Coll {
             pc.last = pc.cache.iter().position(|x| x.key == *key)?;
             pc.last
         };
-        let (s, r) = pc.cache[i].need;
-        let ok = !(s > 0 && spec.send.is_null())
-            && spec.send_len >= s
-            && !(r > 0 && spec.recv.is_null())
-            && spec.recv_len >= r;
-        ok.then_some((slot, i))
+        Some((slot, i))
     }
 
     /// Advance the sequence number of the communicator in `slot`; the tag of this run.
@@ -716,12 +724,60 @@ impl Coll {
     pub unsafe fn run(&mut self, e: &mut Ext, c: CommId, spec: &Spec) -> Result<()> {
         let key = Key::of(spec);
         if let Some((slot, i)) = self.hit(e, c, spec, &key) {
-            let tag = self.next_tag(slot);
-            let check = Self::check_of(spec, &key);
-            let stage_max = self.stage_max;
-            let x = &mut self.comms[slot].cache[i];
-            return Run::new(&*x.sched, c, tag, spec, check, &mut x.bufs, x.stage_len, stage_max).block(e);
+            return self.run_cached(e, c, spec, &key, slot, i);
         }
+        // SAFETY: as this function's.
+        unsafe { self.run_full(e, c, spec, key) }
+    }
+
+    /// Run the cached plan `i` of the communicator in `slot` (a hit for `spec`).
+    #[inline(always)]
+    fn run_cached(
+        &mut self,
+        e: &mut Ext,
+        c: CommId,
+        spec: &Spec,
+        key: &Key,
+        slot: usize,
+        i: usize,
+    ) -> Result<()> {
+        let tag = self.next_tag(slot);
+        let check = Self::check_of(spec, key);
+        let stage_max = self.stage_max;
+        let x = &mut self.comms[slot].cache[i];
+        Run::new(&*x.sched, c, tag, spec, check, &mut x.bufs, x.stage_len, stage_max).block(e)
+    }
+
+    /// [`Coll::run`] for a call whose buffers came as bare pointers (C, MPI): `spec`'s buffer
+    /// lengths are filled in here. When the same call shape ran on `c` before, they are the
+    /// lengths its cached plan recorded ([`needs::needs`] of that shape), and a call whose
+    /// buffers are non-null where data goes and that is not in place outside allreduce runs at
+    /// once; otherwise `size` fills them in (and rejects a bad call) before the full path. So a
+    /// repeated call is sized and validated once, by the lookup that finds its plan.
+    ///
+    /// # Safety
+    /// The buffers must be valid for the lengths `size` (or the cached plan) gives them, as for
+    /// [`Coll::run`].
+    #[inline(never)]
+    pub unsafe fn run_bare(
+        &mut self,
+        e: &mut Ext,
+        c: CommId,
+        spec: &mut Spec,
+        size: impl FnOnce(&mut Spec) -> Result<()>,
+    ) -> Result<()> {
+        let key = Key::of(spec);
+        if let Some((slot, i)) = self.lookup(e, c, spec, &key) {
+            let (s, r) = self.comms[slot].cache[i].need;
+            let aliased =
+                s > 0 && r > 0 && std::ptr::eq(spec.send, spec.recv) && spec.kind != Kind::Allreduce;
+            let null = (s > 0 && spec.send.is_null()) || (r > 0 && spec.recv.is_null());
+            if !null && !aliased {
+                (spec.send_len, spec.recv_len) = (s, r);
+                return self.run_cached(e, c, spec, &key, slot, i);
+            }
+        }
+        size(spec)?;
         // SAFETY: as this function's.
         unsafe { self.run_full(e, c, spec, key) }
     }

@@ -172,19 +172,23 @@ fn mismatched_arguments_give_typed_errors() {
 
 /// A call shape already cached (its schedule and buffer needs known) still rejects bad
 /// buffers, a wrong type/operation pair and a freed communicator, and stays usable after.
+/// An allreduce (sum) of the four i64 of `x` into `y`, without buffer lengths.
+fn sum4(x: &[i64; 4], y: &mut [i64; 4]) -> Spec<'static> {
+    let mut s = Spec::new(Kind::Allreduce, DType::I64);
+    s.count = 4;
+    s.op = Some(Op::Sum);
+    s.send = x.as_ptr() as *const u8;
+    s.recv = y.as_mut_ptr() as *mut u8;
+    s
+}
+
 #[test]
 fn cached_call_shape_still_validates() {
     common::run(3, &[], |_r, e, c, _| {
         let w = e.world();
         let d = e.comm_dup(w).unwrap();
         let (x, mut y) = ([1i64; 4], [0i64; 4]);
-        let mut s = Spec::new(Kind::Allreduce, DType::I64);
-        s.count = 4;
-        s.op = Some(Op::Sum);
-        s.send = x.as_ptr() as *const u8;
-        s.send_len = 32;
-        s.recv = y.as_mut_ptr() as *mut u8;
-        s.recv_len = 32;
+        let s = Spec { send_len: 32, recv_len: 32, ..sum4(&x, &mut y) };
         for _ in 0..2 {
             // SAFETY: x and y hold the 32 bytes named and outlive this blocking call.
             unsafe { c.run(e.ext(), d, &s) }.unwrap();
@@ -212,6 +216,58 @@ fn cached_call_shape_still_validates() {
         e.comm_free(d).unwrap();
         // SAFETY: as in the loop above (the freed communicator is rejected anyway).
         assert!(matches!(unsafe { c.run(e.ext(), d, &s) }, Err(Error::InvalidComm)));
+    });
+}
+
+#[test]
+fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
+    common::run(3, &[], |r, e, c, _| {
+        let w = e.world();
+        let d = e.comm_dup(w).unwrap();
+        let (x, mut y) = ([1i64; 4], [0i64; 4]);
+        let s = sum4(&x, &mut y);
+        let mut sized = 0;
+        for _ in 0..3 {
+            let mut t = s.clone();
+            // SAFETY: x and y hold the 32 bytes the sizing gives them and outlive the call.
+            unsafe {
+                c.run_bare(e.ext(), d, &mut t, |t| {
+                    sized += 1;
+                    (t.send_len, t.recv_len) = (32, 32);
+                    Ok(())
+                })
+            }
+            .unwrap();
+            assert_eq!((t.send_len, t.recv_len), (32, 32));
+            assert_eq!(y, [3i64; 4]);
+            y = [0; 4];
+        }
+        assert_eq!(sized, 1, "only the first call of the shape is sized by the caller");
+        // Same shape, a null receive buffer: not run from the cache; the sizing rejects it.
+        let mut t = Spec { recv: std::ptr::null_mut(), ..s.clone() };
+        // SAFETY: nothing is accessed (the call is rejected before it runs).
+        let res = unsafe { c.run_bare(e.ext(), d, &mut t, |_| Err(Error::InvalidArg("null recv".into()))) };
+        assert!(matches!(&res, Err(Error::InvalidArg(m)) if m == "null recv"), "{res:?}");
+        // A bcast: the root sends, the others receive, the second call from the cache.
+        let mut b = [0u8; 8];
+        if r == 0 {
+            b = [7; 8];
+        }
+        for _ in 0..2 {
+            let mut t = Spec::new(Kind::Bcast, DType::U8);
+            (t.count, t.recv) = (8, b.as_mut_ptr());
+            // SAFETY: b holds 8 bytes and outlives the call.
+            unsafe {
+                c.run_bare(e.ext(), d, &mut t, |t| {
+                    t.recv_len = 8;
+                    Ok(())
+                })
+            }
+            .unwrap();
+            assert_eq!(b, [7; 8]);
+        }
+        e.barrier(w).unwrap();
+        e.comm_free(d).unwrap();
     });
 }
 

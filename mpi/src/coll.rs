@@ -17,8 +17,9 @@ use weft::ops::OpsCore;
 use weft_coll::{DType, Kind, Spec};
 
 use crate::abi::*;
+use crate::comm::CommRef;
 use crate::datatype::TypeInfo;
-use crate::error::{err, MpiResult};
+use crate::error::{err, MpiErr, MpiResult};
 use crate::request::{self, After, Req};
 use crate::state::{call, multiple, Mpi, On};
 use crate::{export, put};
@@ -77,42 +78,85 @@ impl Mpi {
             Kind::Barrier => self.barrier_comm(comm)?,
             _ => self.coll_comm(comm)?,
         };
-        let (rank, n) = (self.core.comm_rank(c)?, self.core.comm_size(c)?);
-        OpsCore::size_spec(rank, n, spec)?;
-        match mode {
-            Mode::Blocking if !multiple() => {
-                // SAFETY: forwarded contract.
-                unsafe { self.core.run(c, spec)? };
-                if let After::Run(f) = keep {
-                    f(self)?;
-                }
-                Ok(())
+        // SAFETY: forwarded contract.
+        unsafe { self.exec_on(c, comm, spec, mode, keep) }
+    }
+
+    /// [`Mpi::exec`] on the communicator `c` that handle `comm` names (looked up already). A
+    /// blocking call outside `MPI_THREAD_MULTIPLE` runs in the caller, sized and checked by
+    /// the lookup of its cached plan when the same call ran before
+    /// ([`OpsCore::run_bare`]); the others are sized here, then started as a request.
+    ///
+    /// # Safety
+    /// As [`Mpi::exec`].
+    #[inline]
+    pub(crate) unsafe fn exec_on(
+        &self,
+        c: CommRef,
+        comm: MPI_Comm,
+        spec: &mut Spec,
+        mode: Mode,
+        keep: After,
+    ) -> MpiResult {
+        if let (Mode::Blocking, false) = (mode, multiple()) {
+            // SAFETY: forwarded contract.
+            unsafe { self.core.run_bare(c.id, c.rank, c.size, spec)? };
+            if let After::Run(f) = keep {
+                f(self)?;
             }
-            Mode::Blocking => {
-                // SAFETY: forwarded contract.
-                let id = unsafe { self.core.start(c, spec)? };
-                let h = self.reqs.borrow_mut().insert(Req::Core { id, comm, after: keep });
+            return Ok(());
+        }
+        OpsCore::size_spec(c.rank, c.size, spec)?;
+        let out = match mode {
+            Mode::Start(out) if out.is_null() => {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
+            }
+            Mode::Start(out) => Some(out),
+            Mode::Blocking => None,
+        };
+        // SAFETY: forwarded contract.
+        let id = unsafe { self.core.start(c.id, spec)? };
+        let h = self.reqs.borrow_mut().insert(Req::Core { id, comm, after: keep });
+        match out {
+            // SAFETY: checked non-null.
+            Some(out) => unsafe { put(out, h, "request") },
+            None => {
+                // Blocking at MPI_THREAD_MULTIPLE: wait with the process lock released
+                // between polls.
                 let (_, e) = request::complete(self, h, true)?.expect("blocking completion");
                 e.map_or(Ok(()), Err)
-            }
-            Mode::Start(out) => {
-                if out.is_null() {
-                    return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
-                }
-                // SAFETY: forwarded contract.
-                let id = unsafe { self.core.start(c, spec)? };
-                let h = self.reqs.borrow_mut().insert(Req::Core { id, comm, after: keep });
-                // SAFETY: checked non-null.
-                unsafe { put(out, h, "request") }
             }
         }
     }
 
+    /// [`Mpi::exec_on`] for a call with nothing to keep alive or run afterwards (its buffers
+    /// are the application's): a blocking call outside `MPI_THREAD_MULTIPLE` goes straight to
+    /// [`OpsCore::run_bare`].
+    ///
+    /// # Safety
+    /// As [`Mpi::exec`].
+    #[inline(always)]
+    pub(crate) unsafe fn exec_direct(
+        &self,
+        c: CommRef,
+        comm: MPI_Comm,
+        spec: &mut Spec,
+        mode: Mode,
+    ) -> MpiResult {
+        if let (Mode::Blocking, false) = (mode, multiple()) {
+            // SAFETY: forwarded contract.
+            return unsafe { self.core.run_bare(c.id, c.rank, c.size, spec) }.map_err(MpiErr::from);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.exec_on(c, comm, spec, mode, After::Nothing) }
+    }
+
     /// The communicator a collective runs on: an intracommunicator (collectives on
     /// intercommunicators are not supported: `MPI_ERR_COMM`).
-    pub(crate) fn coll_comm(&self, comm: MPI_Comm) -> MpiResult<weft::ops::CommId> {
-        let c = self.comm(comm)?;
-        if self.inter_of(comm)?.is_some() {
+    #[inline(always)]
+    pub(crate) fn coll_comm(&self, comm: MPI_Comm) -> MpiResult<CommRef> {
+        let c = self.comm_ref(comm)?;
+        if c.inter {
             return Err(err!(MPI_ERR_COMM, "collectives on intercommunicators are not supported"));
         }
         Ok(c)
@@ -121,14 +165,14 @@ impl Mpi {
     /// The communicator a barrier runs on: `comm` itself, or for an intercommunicator the union
     /// of its two groups (a barrier over the union lets no process of either group leave before
     /// every process of the other entered, which is the intercommunicator barrier's guarantee).
-    pub(crate) fn barrier_comm(&self, comm: MPI_Comm) -> MpiResult<weft::ops::CommId> {
-        self.comm(comm)
+    pub(crate) fn barrier_comm(&self, comm: MPI_Comm) -> MpiResult<CommRef> {
+        self.comm_ref(comm)
     }
 
     /// This process's rank and the size of `comm`.
     pub(crate) fn rank_size(&self, comm: MPI_Comm) -> MpiResult<(u32, u32)> {
         let c = self.coll_comm(comm)?;
-        Ok((self.core.comm_rank(c)?, self.core.comm_size(c)?))
+        Ok((c.rank, c.size))
     }
 
     /// The type `dt` for moving `count` elements: committed, and the count not negative.
@@ -208,7 +252,8 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            return Ok(m.core.barrier(m.barrier_comm(comm)?)?);
+            // Only the core id is needed: no rank or size.
+            return Ok(m.core.barrier(m.comm(comm)?)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);
@@ -225,6 +270,17 @@ fn bcast(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
+    // The common case: a dense committed type, used in place without staging.
+    let dense = m.types.borrow().dense(dt);
+    if let Some(bytes) = dense.and_then(|(size, _)| size.checked_mul(usize::try_from(count).ok()?)) {
+        let c = m.coll_comm(comm)?;
+        let mut spec = Spec::new(Kind::Bcast, DType::Byte);
+        spec.count = bytes;
+        spec.root = root_in(root, c.size)?;
+        spec.recv = buf.cast();
+        // SAFETY: the application keeps `buf` valid until the collective completes.
+        return unsafe { m.exec_direct(c, comm, &mut spec, mode) };
+    }
     let ty = m.typed(dt, count)?;
     let (me, n) = m.rank_size(comm)?;
     let root = root_in(root, n)?;

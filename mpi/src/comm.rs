@@ -3,6 +3,7 @@
 //! `MPI_COMM_SELF`, and the communicator functions (creation from groups, splits by node,
 //! duplication with attribute copying, freeing with attribute deletion).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
 use std::rc::Rc;
@@ -31,6 +32,20 @@ pub(crate) struct CommObj {
     pub(crate) info: Info,
     /// The process topology, for communicators made by the topology constructors.
     pub(crate) topo: Option<Rc<Topology>>,
+    /// This process's rank in `id` and its size, asked of the core once (a communicator's
+    /// members never change) by the first call that needs them.
+    shape: Cell<Option<(u32, u32)>>,
+}
+
+/// What the data-moving calls need of a communicator handle, read in one table lookup: the
+/// core id, this process's rank in it and its size (of the union of both groups for an
+/// intercommunicator), and whether it is an intercommunicator.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CommRef {
+    pub(crate) id: CommId,
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    pub(crate) inter: bool,
 }
 
 impl CommObj {
@@ -43,6 +58,7 @@ impl CommObj {
             info: Info::default(),
             topo: None,
             inter: None,
+            shape: Cell::new(None),
         }
     }
 }
@@ -113,6 +129,23 @@ impl Mpi {
     #[inline]
     pub(crate) fn comm(&self, h: MPI_Comm) -> MpiResult<CommId> {
         self.comms.borrow().id(h)
+    }
+
+    /// The core id, rank, size and kind of communicator handle `h`: one lookup, and after the
+    /// communicator's first use no call into the core.
+    #[inline(always)]
+    pub(crate) fn comm_ref(&self, h: MPI_Comm) -> MpiResult<CommRef> {
+        let comms = self.comms.borrow();
+        let c = comms.get(h).ok_or_else(|| invalid(h))?;
+        let (rank, size) = match c.shape.get() {
+            Some(s) => s,
+            None => {
+                let s = (self.core.comm_rank(c.id)?, self.core.comm_size(c.id)?);
+                c.shape.set(Some(s));
+                s
+            }
+        };
+        Ok(CommRef { id: c.id, rank, size, inter: c.inter.is_some() })
     }
 
     /// Wrap a new core communicator made from `parent` (which it inherits the error handler

@@ -256,12 +256,17 @@ impl Types {
     /// The type `h` names, or `MPI_ERR_TYPE`.
     #[inline]
     pub(crate) fn get(&self, h: MPI_Datatype) -> MpiResult<&Arc<TypeInfo>> {
-        let t = if Self::is_predefined(h) {
+        self.find(h).ok_or_else(|| invalid(h))
+    }
+
+    /// The type `h` names, if any.
+    #[inline]
+    fn find(&self, h: MPI_Datatype) -> Option<&Arc<TypeInfo>> {
+        if Self::is_predefined(h) {
             self.predefined[h - PREDEF_BASE].as_ref()
         } else {
             self.created.get(h)
-        };
-        t.ok_or_else(|| invalid(h))
+        }
     }
 
     /// The type `h` names, for changes (commit, name).
@@ -272,6 +277,15 @@ impl Types {
             self.created.get_mut(h)
         };
         t.ok_or_else(|| invalid(h))
+    }
+
+    /// Size and reduction element type of `h` if it names a committed type whose elements are
+    /// dense (`n` of them are one run of `n * size` bytes): what the data paths need, without
+    /// cloning the description. `None` for anything else, whose full path then checks it.
+    #[inline]
+    pub(crate) fn dense(&self, h: MPI_Datatype) -> Option<(usize, Option<DType>)> {
+        let t = self.find(h)?;
+        (t.committed && t.dense()).then_some((t.size, t.elem))
     }
 
     /// True if `h` is a predefined type.

@@ -80,6 +80,23 @@ impl<T> Table<T> {
         s.value.as_mut()
     }
 
+    /// [`Table::remove`] dropping the object in place (nothing moves out); false if `h` names
+    /// nothing live.
+    #[inline]
+    pub(crate) fn discard(&mut self, h: usize) -> bool {
+        let Some((slot, generation)) = decode(self.kind, h) else {
+            return false;
+        };
+        match self.slots.get_mut(slot) {
+            Some(s) if s.generation == generation && s.value.is_some() => {
+                s.value = None;
+                self.free.push(slot as u32);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Remove the object `h` names; its handle (and every copy of it) is dead from now on.
     pub(crate) fn remove(&mut self, h: usize) -> Option<T> {
         let (slot, generation) = decode(self.kind, h)?;
@@ -128,6 +145,11 @@ mod tests {
         assert_eq!(t.get(a), Some(&1));
         assert_eq!(t.remove(a), Some(1));
         assert_eq!(t.get(a), None, "freed");
+        assert!(!t.discard(a), "a freed handle discards nothing");
+        let d = t.insert(3);
+        assert!(t.discard(d));
+        assert_eq!(t.get(d), None, "discarded");
+        assert!(!t.discard(d), "only once");
         let b = t.insert(2);
         assert_ne!(a, b, "a reused slot gets a new generation");
         assert_eq!(t.get(a), None);

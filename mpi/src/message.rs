@@ -10,7 +10,7 @@ use crate::abi::*;
 use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::p2p::{recv_source, recv_tag};
-use crate::request::{self, After, Req};
+use crate::request::{self, After, Req, Unpack};
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
@@ -82,7 +82,7 @@ impl Mpi {
                 // SAFETY: the scratch buffer moves into `After::Unpack` and lives until the
                 // request completes (moving a Vec does not move its heap buffer).
                 let id = unsafe { self.core.imrecv(msg, packed.as_mut_ptr(), n) }.map_err(on_comm)?;
-                (id, After::Unpack { packed, dst: buf.cast(), count: count as usize, ty })
+                (id, After::Unpack(Box::new(Unpack { packed, dst: buf.cast(), count: count as usize, ty })))
             }
         };
         Ok(Req::Core { id, comm, after })

@@ -174,7 +174,7 @@ unsafe fn run(
             let h = m
                 .reqs
                 .borrow_mut()
-                .insert(Req::Parts { parts: Parts { pending: parts, failed: None }, comm });
+                .insert(Req::Parts { parts: Box::new(Parts { pending: parts, failed: None }), comm });
             // SAFETY: checked non-null above.
             unsafe { *r = h };
             Ok(())

@@ -47,6 +47,35 @@ pub(crate) struct Reduction {
     pub(crate) per_elem: usize,
 }
 
+/// The collectives' operation of a predefined arithmetic, bitwise or logical `MPI_Op` (those
+/// the engine applies to an element type directly); `None` for every other handle.
+#[inline]
+fn arithmetic(op: MPI_Op) -> Option<Op> {
+    Some(match op {
+        MPI_SUM => Op::Sum,
+        MPI_PROD => Op::Prod,
+        MPI_MIN => Op::Min,
+        MPI_MAX => Op::Max,
+        MPI_BAND => Op::Band,
+        MPI_BOR => Op::Bor,
+        MPI_BXOR => Op::Bxor,
+        MPI_LAND => Op::Land,
+        MPI_LOR => Op::Lor,
+        _ => return None,
+    })
+}
+
+/// The reduction of `op` on a type of `size` bytes whose elements are all `elem`, when `op` is
+/// an arithmetic, bitwise or logical predefined operation defined on `elem`: the common case,
+/// decided without the type's description. `None` otherwise ([`Mpi::reduction`] then decides,
+/// with the error that applies).
+#[inline]
+pub(crate) fn fast_reduction(op: MPI_Op, size: usize, elem: Option<DType>) -> Option<Reduction> {
+    let (o, e) = (arithmetic(op)?, elem?);
+    o.check(e).ok()?;
+    Some(Reduction { op: o, dtype: e, per_elem: size / e.size() })
+}
+
 impl Mpi {
     /// The engine's form of reducing `count`-sized buffers of `ty` (handle `dt`) with `op`.
     pub(crate) fn reduction(&self, op: MPI_Op, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<Reduction> {
@@ -62,16 +91,10 @@ impl Mpi {
             o.check(e).map_err(|x| err!(MPI_ERR_OP, "{x} (datatype {})", ty.name))?;
             Ok(Reduction { op: o, dtype: e, per_elem: ty.size / e.size() })
         };
+        if let Some(o) = arithmetic(op) {
+            return predefined(o);
+        }
         match op {
-            MPI_SUM => predefined(Op::Sum),
-            MPI_PROD => predefined(Op::Prod),
-            MPI_MIN => predefined(Op::Min),
-            MPI_MAX => predefined(Op::Max),
-            MPI_BAND => predefined(Op::Band),
-            MPI_BOR => predefined(Op::Bor),
-            MPI_BXOR => predefined(Op::Bxor),
-            MPI_LAND => predefined(Op::Land),
-            MPI_LOR => predefined(Op::Lor),
             // Pairs the collectives have no element type for (their packed form differs from
             // memory: `MPI_DOUBLE_INT` is 12 bytes packed, 16 in memory) reduce here.
             MPI_MINLOC | MPI_MAXLOC if ty.elem.is_none() && ty.pair.is_some() => {

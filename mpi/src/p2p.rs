@@ -14,7 +14,7 @@ use crate::abi::*;
 use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::intercomm::remote_status;
-use crate::request::{self, After, Req};
+use crate::request::{self, After, Req, Unpack};
 use crate::state::{call, multiple, Mpi, On};
 use crate::{export, put};
 
@@ -99,6 +99,28 @@ impl Started {
 }
 
 impl Mpi {
+    /// The core communicator and byte count of a point-to-point call that goes to the core
+    /// as it is: a committed dense type, a count that is not negative, a buffer that is not
+    /// NULL when data moves, and an intracommunicator. `None` for any other call, which the
+    /// full path handles (and rejects with its errors). The caller checks rank and tag.
+    #[inline(always)]
+    fn direct(
+        &self,
+        comm: MPI_Comm,
+        buf: *const c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+    ) -> Option<(CommId, usize)> {
+        let (size, _) = self.types.borrow().dense(dt)?;
+        let n = size.checked_mul(usize::try_from(count).ok()?)?;
+        if n > 0 && buf.is_null() {
+            return None;
+        }
+        let comms = self.comms.borrow();
+        let c = comms.get(comm)?;
+        c.inter.is_none().then_some((c.id, n))
+    }
+
     /// Start a send of `count` elements of `dt` at `buf`; the core request and what to keep
     /// alive until it completes.
     ///
@@ -253,7 +275,10 @@ impl Mpi {
                 // SAFETY: the scratch buffer moves into `After::Unpack` and lives until the
                 // request completes (moving a Vec does not move its heap buffer).
                 let id = unsafe { self.core.irecv(c, packed.as_mut_ptr(), n, src, tag)? };
-                Ok((id, After::Unpack { packed, dst: buf.cast(), count: count as usize, ty }))
+                Ok((
+                    id,
+                    After::Unpack(Box::new(Unpack { packed, dst: buf.cast(), count: count as usize, ty })),
+                ))
             }
         }
     }
@@ -273,6 +298,14 @@ export! {
     /// `MPI_Send`: standard-mode blocking send.
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) {
         call("MPI_Send", On::Comm(comm), |m| {
+            if dest >= 0 && tag >= 0 && !multiple() {
+                if let Some((c, n)) = m.direct(comm, buf, count.into(), datatype) {
+                    // SAFETY: the application's buffer of `n` bytes (its count and type),
+                    // non-null when `n > 0`.
+                    let s = unsafe { bytes(buf, n) };
+                    return m.core.send(c, s, dest as u32, tag).map_err(MpiErr::from);
+                }
+            }
             if dest == MPI_PROC_NULL {
                 return Ok(());
             }
@@ -310,6 +343,18 @@ unsafe fn recv_body(
     status: *mut MPI_Status,
 ) -> c_int {
     call(name, On::Comm(comm), |m| {
+        if (source >= 0 || source == MPI_ANY_SOURCE) && (tag >= 0 || tag == MPI_ANY_TAG) && !multiple() {
+            if let Some((c, n)) = m.direct(comm, buf, count, datatype) {
+                // SAFETY: the application's buffer of `n` bytes (its count and type),
+                // non-null when `n > 0`.
+                let s = unsafe { bytes_mut(buf, n) };
+                let r = m.core.recv(c, s, source, recv_tag(tag)?);
+                let (st, e) = request::finish(m, r, After::Nothing)?;
+                // SAFETY: status pointer from the caller.
+                unsafe { request::store(status, st) };
+                return e.map_or(Ok(()), Err);
+            }
+        }
         if source == MPI_PROC_NULL {
             m.comm(comm)?;
             // SAFETY: status pointer from the caller.
@@ -401,6 +446,16 @@ unsafe fn isend_body(
         if request.is_null() {
             return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
         }
+        if dest >= 0 && tag >= 0 && matches!(mode, Mode::Standard | Mode::Ready) {
+            if let Some((c, n)) = m.direct(comm, buf, count, datatype) {
+                // SAFETY: the application keeps `buf` (`n` bytes, non-null when `n > 0`)
+                // valid until the request completes.
+                let id = unsafe { m.core.isend(c, buf.cast(), n, dest as u32, tag)? };
+                let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after: After::Nothing });
+                // SAFETY: checked non-null above.
+                return unsafe { put(request, h, "request") };
+            }
+        }
         // SAFETY: the application keeps `buf` valid until the request completes.
         let started = unsafe { m.start_send_in(comm, buf, count, datatype, dest, tag, mode)? };
         let h = m.reqs.borrow_mut().insert(started.into_req(comm));
@@ -427,6 +482,16 @@ unsafe fn irecv_body(
     call(name, On::Comm(comm), |m| {
         if request.is_null() {
             return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
+        }
+        if (source >= 0 || source == MPI_ANY_SOURCE) && (tag >= 0 || tag == MPI_ANY_TAG) {
+            if let Some((c, n)) = m.direct(comm, buf, count, datatype) {
+                // SAFETY: the application keeps `buf` (`n` bytes, non-null when `n > 0`)
+                // valid until the request completes.
+                let id = unsafe { m.core.irecv(c, buf.cast(), n, source, recv_tag(tag)?)? };
+                let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after: After::Nothing });
+                // SAFETY: checked non-null above.
+                return unsafe { put(request, h, "request") };
+            }
         }
         // SAFETY: the application keeps `buf` valid until the request completes.
         let started = unsafe { m.start_recv_in(comm, buf, count, datatype, source, tag)? };

@@ -35,9 +35,17 @@ pub(crate) enum After {
     /// Keep this buffer alive until then (a packed send, a collective's scratch).
     Keep(#[allow(dead_code, reason = "held only to be dropped when the request completes")] Vec<u8>),
     /// Unpack the received bytes through a type into the user's buffer.
-    Unpack { packed: Vec<u8>, dst: *mut u8, count: usize, ty: std::sync::Arc<crate::datatype::TypeInfo> },
+    Unpack(Box<Unpack>),
     /// Run this when the request completes successfully (copies out of scratch buffers).
     Run(Box<dyn FnOnce(&Mpi) -> MpiResult>),
+}
+
+/// The receive of a strided type: where its packed bytes go when it completes.
+pub(crate) struct Unpack {
+    pub(crate) packed: Vec<u8>,
+    pub(crate) dst: *mut u8,
+    pub(crate) count: usize,
+    pub(crate) ty: std::sync::Arc<crate::datatype::TypeInfo>,
 }
 
 /// One request.
@@ -48,7 +56,7 @@ pub(crate) enum Req {
     /// this status.
     Done { status: MPI_Status, comm: MPI_Comm },
     /// Several core requests that complete as one (a neighborhood collective).
-    Parts { parts: crate::neighbor::Parts, comm: MPI_Comm },
+    Parts { parts: Box<crate::neighbor::Parts>, comm: MPI_Comm },
     /// A persistent request (`MPI_Send_init`, ...), active or not.
     Persistent(Box<Persistent>),
 }
@@ -102,6 +110,12 @@ impl Requests {
     #[inline]
     pub(crate) fn remove(&mut self, h: MPI_Request) -> Option<Req> {
         self.table.remove(h)
+    }
+
+    /// Free request `h` without taking it out (its completion step is done or empty).
+    #[inline]
+    pub(crate) fn discard(&mut self, h: MPI_Request) {
+        self.table.discard(h);
     }
 }
 
@@ -243,17 +257,46 @@ pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option
             Err(e) => Err(e),
         }
     };
+    settle(m, h, comm, res).map(Some)
+}
+
+/// The outcome of request `h` on `comm` whose core request came back with `res`: a failure
+/// still pending leaves it in place; otherwise its completion step runs and it is freed (a
+/// persistent one made inactive).
+fn settle(m: &Mpi, h: MPI_Request, comm: MPI_Comm, res: Result<Status, EngineError>) -> MpiResult<Outcome> {
     if matches!(res, Err(EngineError::ProcFailedPending)) {
         // The request stays pending (the standard's MPIX_ERR_PROC_FAILED_PENDING).
         let e = MpiErr::from(EngineError::ProcFailedPending).on(comm);
         let mut st = empty_status();
         st.MPI_ERROR = e.class;
-        return Ok(Some((st, Some(e))));
+        return Ok((st, Some(e)));
     }
     let after = take_after(m, h, None)?;
     let (mut st, e) = finish(m, res, after)?;
     m.own_status(comm, &mut st);
-    Ok(Some((st, e.map(|e| e.on(comm)))))
+    Ok((st, e.map(|e| e.on(comm))))
+}
+
+/// Wait for request `h` if it is a plain one (a core operation with nothing to do when it
+/// completes: a non-blocking send, or a receive into a contiguous buffer), the common case of
+/// `MPI_Wait` and `MPI_Waitall`: one table lookup before the wait and the slot freed after it,
+/// and the request's handle is dead afterwards. `None` for every other request, which
+/// [`complete`] handles. The caller reaps the orphans ([`reap`]) once per call.
+#[inline]
+pub(crate) fn wait_plain(m: &Mpi, h: MPI_Request) -> Option<MpiResult<Outcome>> {
+    let (id, comm) = match m.reqs.borrow().get(h) {
+        Some(Req::Core { id, comm, after: After::Nothing }) => (*id, *comm),
+        _ => return None,
+    };
+    Some(match block_on(m, id) {
+        Ok(s) => {
+            m.reqs.borrow_mut().discard(h);
+            let mut st = status_of(&s, MPI_SUCCESS);
+            m.own_status(comm, &mut st);
+            Ok((st, None))
+        }
+        res => settle(m, h, comm, res),
+    })
 }
 
 /// The error a completed status records (a request that completed before the call that
@@ -294,7 +337,7 @@ fn take_after(m: &Mpi, h: MPI_Request, keep: Option<MPI_Comm>) -> MpiResult<Afte
 /// freed, `h` if it lives on (persistent, or left pending by `MPI_ERR_PROC_FAILED_PENDING`).
 #[inline]
 pub(crate) fn settled(m: &Mpi, h: MPI_Request) -> MPI_Request {
-    if m.reqs.borrow().get(h).is_some() {
+    if h != MPI_REQUEST_NULL && m.reqs.borrow().get(h).is_some() {
         h
     } else {
         MPI_REQUEST_NULL
@@ -309,14 +352,16 @@ pub(crate) fn inactive(m: &Mpi, h: MPI_Request) -> bool {
 }
 
 /// Complete the orphans (requests freed while active) that are done; keep the others.
+#[inline]
 pub(crate) fn reap(m: &Mpi) {
-    let orphans = {
-        let mut reqs = m.reqs.borrow_mut();
-        if reqs.orphans.is_empty() {
-            return;
-        }
-        std::mem::take(&mut reqs.orphans)
-    };
+    if !m.reqs.borrow().orphans.is_empty() {
+        reap_some(m);
+    }
+}
+
+#[cold]
+fn reap_some(m: &Mpi) {
+    let orphans = std::mem::take(&mut m.reqs.borrow_mut().orphans);
     let mut left = Vec::new();
     for (id, after) in orphans {
         match m.core.test(id) {
@@ -376,7 +421,8 @@ pub(crate) fn finish(m: &Mpi, res: Result<Status, EngineError>, after: After) ->
         Ok(s) => {
             let post = match after {
                 After::Nothing | After::Keep(_) => Ok(()),
-                After::Unpack { packed, dst, count, ty } => {
+                After::Unpack(u) => {
+                    let Unpack { packed, dst, count, ty } = *u;
                     // SAFETY: `dst` is the receive buffer the application handed to the receive
                     // call and must keep valid until the request completes (now).
                     unsafe { crate::datatype::unpack(&packed[..s.count], dst, count, &ty) }
@@ -424,10 +470,22 @@ export! {
             return MPI_SUCCESS;
         }
         call("MPI_Wait", On::NoObject, |m| {
-            let (st, e) = complete(m, h, true)?.expect("a blocking completion returns an outcome");
+            reap(m);
+            let (st, e, left) = match wait_plain(m, h) {
+                Some(r) => {
+                    let (st, e) = r?;
+                    // Freed unless it failed (a failure still pending leaves it in place).
+                    let left = if e.is_some() { h } else { MPI_REQUEST_NULL };
+                    (st, e, left)
+                }
+                None => {
+                    let (st, e) = complete(m, h, true)?.expect("a blocking completion returns an outcome");
+                    (st, e, h)
+                }
+            };
             // SAFETY: pointers from the caller.
             unsafe {
-                *request = settled(m, h);
+                *request = settled(m, left);
                 store(status, st);
             }
             e.map_or(Ok(()), Err)
@@ -484,17 +542,24 @@ export! {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `requests` is NULL"));
             }
             let mut failed = None;
+            reap(m);
             for i in 0..count as usize {
                 // SAFETY: `requests` holds `count` handles.
                 let h = unsafe { *requests.add(i) };
-                let (st, e) = if h == MPI_REQUEST_NULL {
-                    (empty_status(), None)
+                let (st, e, left) = if h == MPI_REQUEST_NULL {
+                    (empty_status(), None, h)
+                } else if let Some(r) = wait_plain(m, h) {
+                    let (st, e) = r?;
+                    // Freed unless it failed (a failure still pending leaves it in place).
+                    let left = if e.is_some() { h } else { MPI_REQUEST_NULL };
+                    (st, e, left)
                 } else {
-                    complete(m, h, true)?.expect("blocking")
+                    let (st, e) = complete(m, h, true)?.expect("blocking");
+                    (st, e, h)
                 };
                 // SAFETY: as above; `statuses` (unless ignored) holds `count` statuses.
                 unsafe {
-                    *requests.add(i) = settled(m, h);
+                    *requests.add(i) = settled(m, left);
                     if !statuses.is_null() {
                         *statuses.add(i) = st;
                     }

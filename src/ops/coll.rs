@@ -40,6 +40,23 @@ impl OpsCore {
         unsafe { coll.run(e.ext(), c, spec) }
     }
 
+    /// [`OpsCore::run`] for a spec whose buffers came as bare pointers (C, MPI), this process
+    /// being `rank` of `n` ranks of `c`: a call shaped as one that ran on `c` before takes the
+    /// buffer lengths its cached plan recorded, so one lookup sizes it, checks it and finds
+    /// its plan; any other call is sized by [`OpsCore::size_spec`] first (which rejects a bad
+    /// one with the same errors either way).
+    ///
+    /// # Safety
+    /// The buffers of `spec` must be valid for the lengths the call's counts give them (as
+    /// [`OpsCore::size_spec`] computes), and otherwise unused for the duration of the call.
+    #[inline]
+    pub unsafe fn run_bare(&self, c: CommId, rank: u32, n: u32, spec: &mut Spec) -> EngineResult<()> {
+        let mut e = self.eng()?;
+        let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
+        // SAFETY: forwarded contract.
+        unsafe { coll.run_bare(e.ext(), c, spec, |s| Self::size_spec(rank, n, s)) }
+    }
+
     /// Start a collective; the request completes when it is over.
     ///
     /// # Safety

@@ -15,6 +15,7 @@ use super::{count_of, counts_at, in_place, launch, root_in, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
+use crate::op::fast_reduction;
 use crate::request::After;
 use crate::state::{call, Mpi, On};
 
@@ -28,6 +29,46 @@ enum Shape {
     Counts { counts: *const c_int },
 }
 
+/// Reduce, allreduce, scan or exscan of a dense committed type with a predefined arithmetic
+/// operation on an intracommunicator, its buffers used as they are (allreduce in place
+/// included): the common case, one lookup per handle and no staging. `None` for any other call,
+/// which the full path handles (and rejects with its errors).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn whole_direct(
+    m: &Mpi,
+    kind: Kind,
+    count: c_int,
+    root: c_int,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> Option<MpiResult> {
+    let place = in_place(sbuf);
+    if place && kind != Kind::Allreduce {
+        return None;
+    }
+    let count = usize::try_from(count).ok()?;
+    let (size, elem) = m.types.borrow().dense(dt)?;
+    let r = fast_reduction(op, size, elem)?;
+    let c = m.comm_ref(comm).ok().filter(|c| !c.inter)?;
+    let root = match kind {
+        Kind::Reduce => u32::try_from(root).ok().filter(|&x| x < c.size)?,
+        _ => 0,
+    };
+    let mut spec = Spec::new(kind, r.dtype);
+    spec.count = count.checked_mul(r.per_elem)?;
+    spec.op = Some(r.op);
+    spec.root = root;
+    spec.send = if place { rbuf.cast_const().cast() } else { sbuf.cast() };
+    spec.recv = if kind == Kind::Reduce && c.rank != root { std::ptr::null_mut() } else { rbuf.cast() };
+    // SAFETY: the application keeps its buffers valid until the collective completes.
+    Some(unsafe { m.exec_direct(c, comm, &mut spec, mode) })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn reduce(
     m: &Mpi,
@@ -39,7 +80,13 @@ fn reduce(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    let (me, n) = m.rank_size(comm)?;
+    if let Shape::Whole { kind, count, root } = shape {
+        if let Some(r) = whole_direct(m, kind, count, root, sbuf, rbuf, dt, op, comm, mode) {
+            return r;
+        }
+    }
+    let c = m.coll_comm(comm)?;
+    let (me, n) = (c.rank, c.size);
     // (kind, elements in, elements out here, per-rank counts, root)
     let (kind, input, output, counts, root) = match shape {
         Shape::Whole { kind, count, root } => {
@@ -65,24 +112,24 @@ fn reduce(
             (Kind::ReduceScatter, total, c[me as usize], c, 0)
         }
     };
+    let spec_count = |per_elem: usize| match kind {
+        Kind::ReduceScatterBlock => output * per_elem,
+        Kind::ReduceScatter => 0,
+        _ => input * per_elem,
+    };
     let ty = m.typed(dt, 0)?;
     let r = m.reduction(op, dt, &ty)?;
-    let spec_count = match kind {
-        Kind::ReduceScatterBlock => output * r.per_elem,
-        Kind::ReduceScatter => 0,
-        _ => input * r.per_elem,
-    };
     if ty.dense() && kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce) {
-        // The common case, without staging: the engine reads and writes the buffers as they
-        // are (allreduce in place included).
+        // Without staging (a user operation on a dense type): the engine reads and writes
+        // the buffers as they are (allreduce in place included).
         let mut spec = Spec::new(kind, r.dtype);
-        spec.count = spec_count;
+        spec.count = spec_count(r.per_elem);
         spec.op = Some(r.op);
         spec.root = root;
         spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
         spec.recv = if output == 0 { std::ptr::null_mut() } else { rbuf.cast() };
         // SAFETY: the application keeps its buffers valid until the collective completes.
-        return unsafe { m.exec(comm, &mut spec, mode, After::Nothing) };
+        return unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) };
     }
     let send = if in_place(sbuf) {
         if kind == Kind::Reduce && me != root {
@@ -110,7 +157,7 @@ fn reduce(
     }
     let per: Vec<usize> = counts.iter().map(|c| c * r.per_elem).collect();
     let mut spec = Spec::new(kind, r.dtype);
-    spec.count = spec_count;
+    spec.count = spec_count(r.per_elem);
     spec.op = Some(r.op);
     spec.root = root;
     spec.rcounts = &per;
