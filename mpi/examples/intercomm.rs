@@ -19,6 +19,15 @@ fn check(ok: bool, what: &str) {
     }
 }
 
+/// The library's text for error code `rc`.
+fn error_string(rc: c_int) -> String {
+    let mut buf = vec![0u8; MPI_MAX_ERROR_STRING as usize];
+    let mut len: c_int = 0;
+    // SAFETY: `buf` holds MPI_MAX_ERROR_STRING bytes, as the call requires.
+    unsafe { MPI_Error_string(rc, buf.as_mut_ptr().cast(), &mut len) };
+    String::from_utf8_lossy(&buf[..len.max(0) as usize]).into_owned()
+}
+
 fn main() {
     // SAFETY: every call follows the MPI standard's contract; pointers are to live locals.
     unsafe {
@@ -74,7 +83,8 @@ fn main() {
 
         // Merge: the group passing high = 0 (evens) first.
         let mut merged = MPI_COMM_NULL;
-        check(MPI_Intercomm_merge(inter, color, &mut merged) == MPI_SUCCESS, "merge");
+        let rc = MPI_Intercomm_merge(inter, color, &mut merged);
+        check(rc == MPI_SUCCESS, &format!("merge: {}", error_string(rc)));
         let (mut mrank, mut msize) = (0, 0);
         MPI_Comm_rank(merged, &mut mrank);
         MPI_Comm_size(merged, &mut msize);
@@ -82,6 +92,10 @@ fn main() {
         let want = if color == 0 { lrank } else { (size + 1) / 2 + lrank };
         check(mrank == want, "merged order: low group first");
 
+        // Every process has left the merge before the revoke: the merge is an operation on
+        // `inter`, so a revoke that reaches a process still merging fails its merge (ULFM
+        // orders a revoke against nothing but the revoker's own earlier calls).
+        check(MPI_Barrier(merged) == MPI_SUCCESS, "barrier on the merged communicator");
         // A revoke by world rank 0 interrupts a wildcard receive everywhere else.
         if rank == 0 {
             check(mpi_abi::MPIX_Comm_revoke(inter) == MPI_SUCCESS, "revoke");
