@@ -117,6 +117,10 @@ unsafe fn probes_end_on_failure_and_revoke(dup: MPI_Comm, rank: c_int, size: c_i
         let mut nacked: c_int = -1;
         assert_eq!(MPIX_Comm_ack_failed(dup, size, &mut nacked), MPI_SUCCESS);
         assert_eq!(nacked, 1);
+        // Every survivor is past the probes above before the revoke (a revoke ends them too):
+        // an agreement, which failures acknowledged no longer fail, is the fence.
+        let mut flag: c_int = 1;
+        assert_eq!(MPIX_Comm_agree(dup, &mut flag), MPI_SUCCESS, "agree as a fence");
         let revoker = if size > 2 { 1 } else { 0 };
         if rank == revoker {
             assert_eq!(MPIX_Comm_revoke(dup), MPI_SUCCESS);
