@@ -57,8 +57,13 @@ fn weft_mpicc() -> String {
 /// Run under `weft-run -n 2` (which puts weft's libmpi_abi.so.1 first on the library path);
 /// the sorted stdout lines.
 fn run2(exe: &PathBuf) -> Vec<String> {
+    run2_with(exe, &[])
+}
+
+/// As [`run2`], with `envs` set for the launcher and its ranks.
+fn run2_with(exe: &PathBuf, envs: &[(&str, &str)]) -> Vec<String> {
     common::weft_run();
-    let out = common::weft_job(2, exe, &[], &[], JOB_SECS);
+    let out = common::weft_job(2, exe, &[], envs, JOB_SECS);
     let (stdout, stderr) = common::text(&out);
     assert!(out.status.success(), "{} failed: {stderr}\nstdout:\n{stdout}", exe.display());
     let mut lines: Vec<String> = stdout.lines().map(str::to_string).collect();
@@ -150,13 +155,7 @@ fn smoke_through_weft_headers() {
 #[test]
 fn the_launchers_library_switch_is_not_a_rank_setting() {
     let exe = build(&[&weft_mpicc()], "smoke", "weft-nolib");
-    common::weft_run();
-    let out = common::weft_job(2, &exe, &[], &[("WEFT_RUN_MPI_LIB", "0")], JOB_SECS);
-    let (stdout, stderr) = common::text(&out);
-    assert!(out.status.success(), "WEFT_RUN_MPI_LIB=0: {stderr}\nstdout:\n{stdout}");
-    let mut lines: Vec<&str> = stdout.lines().collect();
-    lines.sort();
-    assert_eq!(lines, ["smoke ok rank 0", "smoke ok rank 1"]);
+    assert_eq!(run2_with(&exe, &[("WEFT_RUN_MPI_LIB", "0")]), ["smoke ok rank 0", "smoke ok rank 1"]);
 }
 
 #[test]

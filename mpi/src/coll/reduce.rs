@@ -15,7 +15,7 @@ use super::{count_of, counts_at, in_place, launch, root_in, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::op::fast_reduction;
+use crate::op::{fast_reduction, Reduction};
 use crate::request::After;
 use crate::state::{call, Mpi, On};
 
@@ -59,14 +59,33 @@ fn whole_direct(
         Kind::Reduce => u32::try_from(root).ok().filter(|&x| x < c.size)?,
         _ => 0,
     };
-    let mut spec = Spec::new(kind, r.dtype);
-    spec.count = count.checked_mul(r.per_elem)?;
-    spec.op = Some(r.op);
-    spec.root = root;
-    spec.send = if place { rbuf.cast_const().cast() } else { sbuf.cast() };
-    spec.recv = if kind == Kind::Reduce && c.rank != root { std::ptr::null_mut() } else { rbuf.cast() };
+    let elems = count.checked_mul(r.per_elem)?;
+    let out_here = !(kind == Kind::Reduce && c.rank != root);
+    let mut spec = direct_spec(kind, r, elems, root, sbuf, rbuf, out_here);
     // SAFETY: the application keeps its buffers valid until the collective completes.
     Some(unsafe { m.exec_direct(c, comm, &mut spec, mode) })
+}
+
+/// The spec of a reduction the engine runs on the application's buffers as they are: `elems`
+/// engine elements of `r`'s type, the input in `rbuf` when `sbuf` is `MPI_IN_PLACE`
+/// (allreduce), and no output buffer unless `out_here`.
+#[inline(always)]
+fn direct_spec(
+    kind: Kind,
+    r: Reduction,
+    elems: usize,
+    root: u32,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    out_here: bool,
+) -> Spec<'static> {
+    let mut spec = Spec::new(kind, r.dtype);
+    spec.count = elems;
+    spec.op = Some(r.op);
+    spec.root = root;
+    spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
+    spec.recv = if out_here { rbuf.cast() } else { std::ptr::null_mut() };
+    spec
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -122,12 +141,8 @@ fn reduce(
     if ty.dense() && kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce) {
         // Without staging (a user operation on a dense type): the engine reads and writes
         // the buffers as they are (allreduce in place included).
-        let mut spec = Spec::new(kind, r.dtype);
-        spec.count = spec_count(r.per_elem);
-        spec.op = Some(r.op);
-        spec.root = root;
-        spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
-        spec.recv = if output == 0 { std::ptr::null_mut() } else { rbuf.cast() };
+        let elems = spec_count(r.per_elem);
+        let mut spec = direct_spec(kind, r, elems, root, sbuf, rbuf, output != 0);
         // SAFETY: the application keeps its buffers valid until the collective completes.
         return unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) };
     }
