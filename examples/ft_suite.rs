@@ -69,6 +69,7 @@ fn main() {
         "freeze" => freeze(&w, &world, me, n),
         "uniform" => uniform(&w, &world, me, n),
         "last" => last(&w, &world, me, n),
+        "data_path" => data_path(&w, &world, me, n),
         m => fail(format!("unknown mode {m}")),
     }
     println!("ft_suite: rank {me} {mode} OK");
@@ -603,4 +604,57 @@ fn kill_node_later(spec: &str) {
             .unwrap_or_else(|e| fail(format!("launcher control: {e}")));
         ctl.kill_node(node).unwrap_or_else(|e| fail(format!("kill_node: {e}")));
     });
+}
+
+/// The blocking agreement's data path (at most 4 members, none known failed) against the
+/// control path, at every rank count 2..=4 of `c` (sub-communicators of the first k ranks):
+/// failure-free agreements on the data path with per-rank flags; a member that revoked
+/// runs the control path while the others start on the data path and convert; agreements on
+/// the revoked communicator (control path, stale data-path messages left behind); then
+/// again on the data path on its shrunk copy. Every result is the AND of the flags.
+fn data_path(w: &Weft, c: &Comm, me: u32, n: u32) {
+    for k in 2..=n.min(4) {
+        let Some(sub) = ok("split", c.split(if me < k { 0 } else { weft::UNDEFINED }, me as i32)) else {
+            continue;
+        };
+        let flag = |i: u64, r: u32| !(1u64 << ((i + r as u64) % 64));
+        // `count` agreements on `comm`, each checked; how many decided on the data path.
+        let agree_all = |comm: &Comm, count: u64, what: &str| -> u64 {
+            let data0 = w.ft_stats().decided_data;
+            for i in 0..count {
+                let want = (0..k).fold(u64::MAX, |a, r| a & flag(i, r));
+                let f = ok(what, comm.agree(flag(i, me)));
+                if f != want {
+                    fail(format!("k={k}: {what} {i}: {f:#x}, want {want:#x}"));
+                }
+            }
+            w.ft_stats().decided_data - data0
+        };
+        let on_data = agree_all(&sub, 100, "agree");
+        if on_data != 100 {
+            fail(format!("k={k}: {on_data} of 100 agreements on the data path"));
+        }
+        // Rank 0 revokes and agrees at once (control path: its communicator is revoked);
+        // the others start before they handle the revoke (data path) and must convert.
+        let d = ok("dup", sub.dup());
+        ok("barrier", d.barrier());
+        if me == 0 {
+            ok("revoke", d.revoke());
+        } else {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if agree_all(&d, 20, "agree on revoked") != 0 {
+            fail(format!("k={k}: an agreement on a revoked communicator decided on the data path"));
+        }
+        println!(
+            "ft_suite: rank {me} k={k} data-path agreements converted so far: {}",
+            w.ft_stats().converted_data
+        );
+        let s = ok("shrink", d.shrink());
+        let on_data = agree_all(&s, 50, "agree after the revoke");
+        if on_data != 50 {
+            fail(format!("k={k}: {on_data} of 50 agreements on the data path after the revoke"));
+        }
+        ok("barrier", s.barrier());
+    }
 }

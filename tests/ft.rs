@@ -41,6 +41,11 @@ fn agree_with_failures_before_and_root_dying_during() {
 }
 
 #[test]
+fn agree_data_path_meets_control_path_at_2_3_4_ranks() {
+    suite(4, &[], "data_path", &[], &[0, 1, 2, 3]);
+}
+
+#[test]
 fn agree_tree_only_with_failures_before_and_root_dying_during() {
     // The same scenario with the fast path off (ERA's tree only).
     suite(4, &[], "agree", &[("WEFT_FT_AGREE", "tree")], &[1, 2]);

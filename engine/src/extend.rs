@@ -10,7 +10,9 @@
 //! - **message classes** ≥ [`class::FIRST_FREE`] with a handler ([`Ext::set_handler`]),
 //!   sent with [`Ext::send_ctrl`], delivered in per-peer FIFO order with the data traffic;
 //! - point-to-point on a communicator's **internal context** ([`Ext::isend_coll`]); tags
-//!   below [`FIRST_COLL_TAG`] there are the engine's own (barrier, communicator creation);
+//!   below [`FIRST_EXT_TAG`] there are the engine's own (barrier, communicator creation),
+//!   those from [`FIRST_EXT_TAG`] to [`FIRST_COLL_TAG`] are fixed tags of upper-layer
+//!   protocols other than the collectives, which use the tags from [`FIRST_COLL_TAG`] on;
 //! - **failure state**: read the failure table, report a failure its own detector found,
 //!   revoke a communicator and set its error scope (the FT layer owns those protocols, the
 //!   engine enforces them; see `failure.rs`);
@@ -96,6 +98,10 @@ impl Extensions {
 
 /// First tag upper layers may use on a communicator's internal context.
 pub const FIRST_COLL_TAG: i32 = 16;
+
+/// First of the fixed tags (below [`FIRST_COLL_TAG`]) an upper layer other than the
+/// collectives may use on a communicator's internal context, one per protocol.
+pub const FIRST_EXT_TAG: i32 = 8;
 
 /// Peer value of generic requests (neither a rank nor `ANY_SOURCE`).
 const GENERIC_PEER: i32 = -2;
@@ -333,6 +339,13 @@ impl Ext {
     ) -> Result<RecvStart> {
         // SAFETY: forwarded contract.
         unsafe { self.0.irecv_ctx(c, 1, buf, len, src, tag, false) }
+    }
+
+    /// Withdraw a receive posted on the internal context that has not matched (see
+    /// [`Engine::cancel`]): true if it was cancelled and freed, false if it is done (take its
+    /// result).
+    pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
+        self.0.cancel(id)
     }
 
     // ------------------------------------------------------ blocking primitives

@@ -43,7 +43,7 @@ pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, Ext, FailureOrigins, FailureSource, ProgressMode, Stats};
 pub use error::{Error, Result};
-pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG};
+pub use extend::{Activity, ClassHandler, Step, FIRST_COLL_TAG, FIRST_EXT_TAG};
 pub use recv::Message;
 pub use request::{RecvStart, ReqId};
 pub use transport::{GetStatus, Header, RKey, Transport, TransportError};

@@ -67,7 +67,7 @@ use crate::{FailedView, RankSet};
 
 mod fast;
 use fast::{Fast, Step};
-pub use fast::{DIRECT_MAX as FAST_DIRECT_MAX, FINAL as FAST_FINAL};
+pub use fast::{DIRECT as FAST_DIRECT, DIRECT_MAX as FAST_DIRECT_MAX, FINAL as FAST_FINAL};
 
 /// The agreed value. Rank lists are sorted and free of duplicates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -589,6 +589,18 @@ impl Era {
             Mode::Fast(_) => self.fast_advance(out),
             _ => self.check(out),
         }
+    }
+
+    /// Make this fresh instance (built with the fast path, not started) a member that decided
+    /// `d` on the fast path: the driver ran the direct exchange on another carrier and took
+    /// the decision there. It answers tree messages with `d` as a member that decided on this
+    /// instance's own fast path does (it never reports `Up`), and emits no `Decided`.
+    pub fn restore_fast_decision(&mut self, d: Value) {
+        self.mine = true;
+        self.acc = d.clone();
+        self.version += 1;
+        self.decided = Some(d);
+        self.mode = Mode::FastDone;
     }
 
     /// A message from rank `from`.
@@ -1214,6 +1226,39 @@ mod tests {
         let d = s.check_uniform();
         assert_eq!(d, fast, "the tree must adopt the fast decision");
         assert!(!s.m[0].on_fast_path(), "0 joined the tree to answer 1");
+    }
+
+    /// The driver's data path (the blocking agreement's direct exchange on the collectives'
+    /// carrier): a member that decided there has no instance; a tree message rebuilds one,
+    /// with the failures known by then, by [`Era::restore_fast_decision`]. Its decision must
+    /// win as the live instance's would have: 0 and 2 decide with 3's contribution, 3 dies
+    /// before its message reaches 1, 0's instance is dropped and restored knowing 3 failed.
+    #[test]
+    fn restored_fast_decision_survives_fallback_of_others() {
+        let n = 4;
+        let mut s = Sim::new(Tree::binary(n), &[]).fast();
+        let flags: Vec<u64> = (0..n).map(|r| 0xf00 | (1u64 << r)).collect();
+        for r in 0..n {
+            let a = s.m[r as usize].start(Value::new(flags[r as usize], 0, &[], &[]));
+            s.apply(r, a);
+        }
+        s.deliver_all(|f, t, m| f == 3 && t == 1 && matches!(m, Msg::Fast { .. }));
+        let fast = s.decided[0].clone().expect("0 decided on the fast path");
+        assert_eq!(fast.flag, 0xf00);
+        let mut restored = Era::new_fast(Tree::binary(n), 0, &[3]);
+        restored.restore_fast_decision(fast.clone());
+        s.m[0] = restored;
+        s.kill(3);
+        s.notify(3);
+        s.deliver_all(|_, _, _| false);
+        assert_eq!(s.check_uniform(), fast, "the tree must adopt the restored decision");
+        // A restored member that sees only a late fast-path message stays decided, silent.
+        let mut r = Era::new_fast(Tree::binary(n), 0, &[]);
+        r.restore_fast_decision(fast.clone());
+        assert!(r.on_msg(1, Msg::Fast { step: FAST_DIRECT, v: Value::new(1, 0, &[], &[]) }).is_empty());
+        assert_eq!(r.decision(), Some(&fast));
+        let up = r.on_msg(1, Msg::Up(Value::new(1, 0, &[], &[])));
+        assert!(up.contains(&Action::Send { to: 1, msg: Msg::Decide(fast.clone()) }), "{up:?}");
     }
 
     #[test]

@@ -33,6 +33,8 @@ use crate::shrink::{shrunk_of, CtxPool};
 use crate::wire::Wire;
 use crate::{class, epoch_of};
 
+mod data_path;
+
 /// Settings of the FT layer.
 #[derive(Clone, Debug, Default)]
 pub struct FtOptions {
@@ -75,6 +77,12 @@ pub struct FtStats {
     pub decided: u64,
     /// Of those, decided on the failure-free fast path.
     pub decided_fast: u64,
+    /// Of those, decided on the communicator's data path (a blocking agreement of at most
+    /// four members while none of them is known failed), without an agreement instance.
+    pub decided_data: u64,
+    /// Blocking agreements begun on the data path that converted to their agreement instance
+    /// (a failure, a revoke, or a member on the control path).
+    pub converted_data: u64,
     /// Of those, decided alone: every other member was known failed.
     pub decided_alone: u64,
     /// Heartbeats sent.
@@ -108,6 +116,8 @@ struct CommInfo {
     alone_at: usize,
     /// Every other member was known failed at `alone_at` failures.
     alone: bool,
+    /// Agreements decided on the data path, and contributions that came early there.
+    data: data_path::DataLog,
 }
 
 impl CommInfo {
@@ -198,6 +208,8 @@ struct Glue {
     blocked: Option<Value>,
     /// Encoding buffer, reused for every message sent.
     buf: Vec<u8>,
+    /// The agreement (context id, sequence number) this member runs on the data path now.
+    data_inflight: Option<(u32, u32)>,
 }
 
 /// Handle on the FT layer of one process (cheap to clone).
@@ -244,6 +256,7 @@ impl Ft {
                 stats: FtStats::default(),
                 blocked: None,
                 buf: Vec::with_capacity(64),
+                data_inflight: None,
             })),
         };
         for cls in [class::REVOKE, class::AGREE, class::HEARTBEAT, class::FINDING] {
@@ -356,8 +369,21 @@ impl Ft {
                     Ok(())
                 };
             }
+            if let Some(x) = g.data_begin(e, ctx) {
+                drop(g);
+                if let Some(v) = self.data_agree(e, c, x, *flag)? {
+                    *flag = v;
+                    return Ok(());
+                }
+                return self.blocked_outcome(e, flag);
+            }
         }
         self.start_agree(e, c, *flag, |_| Ok((Local::Blocking, ())))?;
+        self.blocked_outcome(e, flag)
+    }
+
+    /// The outcome of the blocking agreement started on `flag`'s behalf (see [`Ft::agree`]).
+    fn blocked_outcome(&self, e: &mut Ext, flag: &mut u64) -> Result<()> {
         let (v, r) = match self.wait_blocked(e).outcome() {
             Ok(v) => (v, Ok(())),
             Err((v, ranks)) => (v, Err(Error::ProcFailed { ranks })),
@@ -516,6 +542,7 @@ impl Glue {
                 uniform: false,
                 alone_at: usize::MAX,
                 alone: false,
+                data: data_path::DataLog::default(),
             };
             self.comms.insert(ctx, info);
         }
@@ -705,9 +732,11 @@ impl Glue {
                 }
                 agree::Action::Decided(v) => {
                     let Some((local, fast)) = done.take() else { continue };
-                    stats.decided += 1;
-                    stats.decided_fast += fast as u64;
+                    // Without a local request: an instance rebuilt from the data path's log,
+                    // whose decision was counted when it was taken.
                     if let Some(local) = local {
+                        stats.decided += 1;
+                        stats.decided_fast += fast as u64;
                         complete(e, info, pool, blocked, v, local);
                         // Kept to answer late requests; the oldest goes in `housekeep`.
                         info.kept.push_back(seq);
@@ -814,8 +843,10 @@ impl Glue {
                     self.stats.stale += 1;
                     return;
                 }
-                // Below `next_seq` without an instance: decided and dropped, stale.
-                let create = seq >= next_seq;
+                // Below `next_seq` without an instance: decided and dropped, stale, unless it
+                // ran on the data path here.
+                let create = seq >= next_seq
+                    || (!self.insts.contains_key(&(ctx, seq)) && self.data_known(e, ctx, seq));
                 if !self.drive(e, ctx, seq, create, |inst, out| inst.era.on_msg_into(from, msg, out)) {
                     self.stats.stale += 1;
                 }
