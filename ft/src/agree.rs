@@ -1266,6 +1266,59 @@ mod tests {
         random_runs(true, 1500, 0x2545_f491_4f6c_dd1d);
     }
 
+    /// A xorshift generator: the returned closure gives a number below its argument.
+    fn rng(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        }
+    }
+
+    /// Each member's flag in the random-schedule tests: its own bit and bits all set.
+    fn member_flags(n: u32) -> Vec<u64> {
+        (0..n).map(|r| 0xf00 | (1u64 << r)).collect()
+    }
+
+    /// What remains in a random-schedule run: the live members, those of them not started, and
+    /// the failure notices (member, dead member) not delivered (`knows(member, dead)`).
+    #[allow(clippy::type_complexity)]
+    fn to_do(
+        alive: &[bool],
+        started: &[bool],
+        knows: impl Fn(u32, u32) -> bool,
+    ) -> (Vec<u32>, Vec<u32>, Vec<(u32, u32)>) {
+        let n = alive.len() as u32;
+        let live: Vec<u32> = (0..n).filter(|&r| alive[r as usize]).collect();
+        let unstarted = live.iter().copied().filter(|&r| !started[r as usize]).collect();
+        let notices = live
+            .iter()
+            .flat_map(|&r| (0..n).filter(|&v| !alive[v as usize]).map(move |v| (r, v)))
+            .filter(|&(r, v)| !knows(r, v))
+            .collect();
+        (live, unstarted, notices)
+    }
+
+    /// Every live member decided the same value; it holds every live contribution, and one it
+    /// lacks is named failed. Returns the decision.
+    fn uniform_and_valid(decided: &[Option<Value>], alive: &[bool], flags: &[u64]) -> Value {
+        let live: Vec<usize> = (0..alive.len()).filter(|&r| alive[r]).collect();
+        let d0 = decided[live[0]].clone().unwrap_or_else(|| panic!("{} did not decide", live[0]));
+        for &r in &live {
+            assert_eq!(decided[r].as_ref(), Some(&d0), "member {r} of {}", alive.len());
+        }
+        for (r, f) in flags.iter().enumerate() {
+            let has = d0.flag & f == d0.flag;
+            assert!(has || !alive[r], "live {r}'s contribution missing: {d0:?}");
+            assert!(
+                has || d0.failed.contains(&(r as u32)),
+                "{r}'s contribution missing, not named failed: {d0:?}"
+            );
+        }
+        d0
+    }
+
     /// The direct exchange over the live members ([`Era::start_view_into`]), at 2 to 4
     /// members: members start with different views of the failures (each knows a random part
     /// of them; some of the dead contributed before dying), more die during, starts, deliveries
@@ -1273,18 +1326,12 @@ mod tests {
     /// flag holds every live contribution, and one it lacks is named failed.
     #[test]
     fn fast_path_over_live_members_with_random_views() {
-        let mut seed = 0x51ed_270b_a7e1_3c4d_u64;
-        let mut rnd = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
+        let mut rnd = rng(0x51ed_270b_a7e1_3c4d);
         let mut fast_with_failures = 0;
         for _ in 0..4000 {
             let n = 2 + rnd(3) as u32;
             let tree = Tree::binary(n);
-            let flags: Vec<u64> = (0..n).map(|r| 0xf00 | (1u64 << r)).collect();
+            let flags = member_flags(n);
             let mut dead: Vec<u32> = (0..n).filter(|_| rnd(3) == 0).collect();
             dead.truncate(n as usize - 1);
             let views: Vec<Vec<u32>> =
@@ -1332,13 +1379,7 @@ mod tests {
             loop {
                 steps += 1;
                 assert!(steps < 100_000, "no termination");
-                let live: Vec<u32> = (0..n).filter(|&r| alive[r as usize]).collect();
-                let unstarted: Vec<u32> = live.iter().copied().filter(|&r| !started[r as usize]).collect();
-                let notices: Vec<(u32, u32)> = live
-                    .iter()
-                    .flat_map(|&r| (0..n).filter(|&v| !alive[v as usize]).map(move |v| (r, v)))
-                    .filter(|&(r, v)| !m[r as usize].is_failed(v))
-                    .collect();
+                let (live, unstarted, notices) = to_do(&alive, &started, |r, v| m[r as usize].is_failed(v));
                 if unstarted.is_empty() && q.is_empty() && notices.is_empty() {
                     break;
                 }
@@ -1372,25 +1413,106 @@ mod tests {
                 }
             }
             let live: Vec<u32> = (0..n).filter(|&r| alive[r as usize]).collect();
-            let d0 =
-                decided[live[0] as usize].clone().unwrap_or_else(|| panic!("{} did not decide", live[0]));
-            for &r in &live {
-                assert_eq!(decided[r as usize].as_ref(), Some(&d0), "member {r} of {n}, dead {dead:?}");
-            }
-            for r in 0..n {
-                let has = d0.flag & flags[r as usize] == d0.flag;
-                assert!(has || !alive[r as usize], "live {r}'s contribution missing: {d0:?}");
-                assert!(
-                    has || d0.failed.contains(&r),
-                    "{r}'s contribution missing, not named failed: {d0:?}"
-                );
-            }
+            let d0 = uniform_and_valid(&decided, &alive, &flags);
             if !d0.failed.is_empty() && live.iter().all(|&r| m[r as usize].on_fast_path()) {
                 fast_with_failures += 1;
             }
         }
         // The point of the view: agreements with failures known decided without the tree.
         assert!(fast_with_failures > 100, "{fast_with_failures} fast decisions with failures");
+    }
+
+    /// The glue's data path, at random: 2 to 4 members start with no failure known (its
+    /// condition); members die during; deliveries and failure notices interleave at random. A
+    /// member that decides on the fast path may drop its instance (decided on the data path:
+    /// no instance, failure notices not seen); any later message for it rebuilds one as the
+    /// glue does, with the failures it knows by then, by [`Era::restore_fast_decision`], and
+    /// sends its contribution to the others. Every live member decides, uniformly, and a
+    /// restored decision is the one its member returned.
+    #[test]
+    fn restored_fast_decisions_with_random_schedules() {
+        let mut rnd = rng(0x9e37_79b9_7f4a_7c15);
+        let mut restored = 0;
+        for _ in 0..4000 {
+            let n = 2 + rnd(3) as u32;
+            let tree = Tree::binary(n);
+            let flags = member_flags(n);
+            let mut m: Vec<Era> = (0..n).map(|r| Era::new_fast(tree.clone(), r, &[])).collect();
+            let mut q: Vec<(u32, u32, Msg)> = Vec::new();
+            let mut decided: Vec<Option<Value>> = vec![None; n as usize];
+            let mut dropped = vec![false; n as usize];
+            let mut known: Vec<Vec<u32>> = vec![Vec::new(); n as usize];
+            let mut alive = vec![true; n as usize];
+            let mut started = vec![false; n as usize];
+            let mut kills = 1 + rnd(2);
+            let mut steps = 0;
+            loop {
+                steps += 1;
+                assert!(steps < 100_000, "no termination");
+                let (live, unstarted, notices) =
+                    to_do(&alive, &started, |r, v| known[r as usize].contains(&v));
+                if unstarted.is_empty() && q.is_empty() && notices.is_empty() {
+                    break;
+                }
+                let (r, acts) = match rnd(8) {
+                    0 | 1 if !unstarted.is_empty() => {
+                        let r = unstarted[rnd(unstarted.len() as u64) as usize];
+                        started[r as usize] = true;
+                        (r, m[r as usize].start(Value::new(flags[r as usize], 0, &[], &[])))
+                    }
+                    2 if !notices.is_empty() => {
+                        let (r, v) = notices[rnd(notices.len() as u64) as usize];
+                        known[r as usize].push(v);
+                        // A member without an instance sees no failure notice.
+                        (r, if dropped[r as usize] { Vec::new() } else { m[r as usize].on_failure(v) })
+                    }
+                    3 if kills > 0 && live.len() > 1 => {
+                        kills -= 1;
+                        let v = live[rnd(live.len() as u64) as usize];
+                        alive[v as usize] = false;
+                        q.retain(|x| x.0 != v);
+                        continue;
+                    }
+                    _ if !q.is_empty() => {
+                        let (f, t, msg) = q.swap_remove(rnd(q.len() as u64) as usize);
+                        if !alive[t as usize] {
+                            continue;
+                        }
+                        let mut acts = Vec::new();
+                        if dropped[t as usize] {
+                            // Rebuilt from the log, as `glue/data_path.rs` does.
+                            dropped[t as usize] = false;
+                            restored += 1;
+                            let d = decided[t as usize].clone().expect("dropped after deciding");
+                            let mut e = Era::new_fast(tree.clone(), t, &known[t as usize]);
+                            e.restore_fast_decision(d);
+                            for to in (0..n).filter(|&x| x != t && !e.is_failed(x)) {
+                                let v = Value::new(flags[t as usize], 0, &[], &[]);
+                                acts.push(Action::Send { to, msg: Msg::Fast { step: FAST_DIRECT, v } });
+                            }
+                            m[t as usize] = e;
+                        }
+                        acts.extend(m[t as usize].on_msg(f, msg));
+                        (t, acts)
+                    }
+                    _ => continue,
+                };
+                for a in acts {
+                    match a {
+                        Action::Send { to, msg } => q.push((r, to, msg)),
+                        Action::Decided(v) => {
+                            assert!(decided[r as usize].is_none(), "{r} decided twice");
+                            if m[r as usize].on_fast_path() && rnd(2) == 0 {
+                                dropped[r as usize] = true;
+                            }
+                            decided[r as usize] = Some(v);
+                        }
+                    }
+                }
+            }
+            uniform_and_valid(&decided, &alive, &flags);
+        }
+        assert!(restored > 100, "only {restored} instances rebuilt");
     }
 
     #[test]
