@@ -10,6 +10,10 @@
 //!   count when nothing happened), ticks the detector, and retries parked messages.
 //! - **Generic requests**: `iagree` / `ishrink` return an engine request completed when the
 //!   local member decides; agreement state is kept after that to answer late requests.
+//! - **Data path** (`glue/data_path.rs`): a blocking `agree` of at most four members, none
+//!   known failed, runs its direct exchange as eager messages on the communicator's internal
+//!   context and decides in the caller without an agreement instance, converting to one when
+//!   that cannot finish and rebuilding one when a late message asks for its decision.
 //! - **Last member standing**: when every other member of a communicator is known failed and
 //!   no message of the next instance arrived, an agreement or shrink is decided at once, as
 //!   ERA would decide it (this member's contribution with the failed set), without an
