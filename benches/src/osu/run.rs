@@ -68,6 +68,10 @@ fn native(cli: &OsuCli, bench: &str) -> Result<Vec<Row>, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
     cmd.args(["--csv", "--bench", name, "--min", min, "--max", max, "--ranks", &cli.ranks.to_string()]);
+    if matches!(name, "bw" | "bibw") {
+        // As OSU by default: a window's receives into one buffer, one timed loop per run.
+        cmd.args(["--buffers", "single", "--reps", "1"]);
+    }
     let done = Supervisor::new(Duration::from_secs(cli.timeout)).run(cmd).map_err(|e| e.to_string())?;
     match done.end {
         End::Exited(s) if s.success() => {}
