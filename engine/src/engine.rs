@@ -77,6 +77,9 @@ pub struct Stats {
     pub rndv_gets: u64,
     /// Of those, split ones (the sender wrote the tail).
     pub split_rndv: u64,
+    /// Split rendezvous started only after the FINs polled at the decision showed that the
+    /// peer had read every rendezvous this process sent it (traffic both ways).
+    pub split_late: u64,
     /// CTS messages this process answered without writing (its send given up, or the write
     /// failed).
     pub split_put_refused: u64,
