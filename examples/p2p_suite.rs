@@ -1,6 +1,7 @@
 //! Point-to-point conformance suite, run by `tests/p2p.rs` under `weft-run -n 4` (and under
 //! `mpirun`): ring exchange from 0 B to 64 MiB, wildcard stress with a non-overtaking check,
-//! a randomized eager/rendezvous mix, probe, waitany/testall, dup/split traffic.
+//! a randomized eager/rendezvous mix, windows of rendezvous messages both ways between rank
+//! pairs (into distinct buffers and all into one), probe, waitany/testall, dup/split traffic.
 //! Prints `p2p_suite: rank R OK` on success; exits non-zero with a message otherwise.
 
 use weft::{Comm, Weft, ANY_SOURCE, ANY_TAG};
@@ -172,6 +173,60 @@ fn communicators(c: &Comm) -> weft::Result<()> {
     Ok(())
 }
 
+/// Ranks 2k and 2k+1 exchange windows of `WIN` messages both ways (each rank has rendezvous
+/// sends of its own waiting for the peer while it reads the peer's), every message with its
+/// own content: into distinct buffers (each checked), then all into one buffer
+/// ([`Comm::irecv_same`], as OSU's bandwidth benchmarks do: it ends holding one of them).
+fn bidir_windows(w: &Weft, c: &Comm) -> weft::Result<()> {
+    const WIN: usize = 24;
+    let me = c.rank();
+    let peer = me ^ 1;
+    if peer >= c.size() {
+        return Ok(());
+    }
+    let content = |src: u32, size: usize, k: usize| -> Vec<u8> {
+        (0..size).map(|i| pat(src, size, i).wrapping_add(k as u8)).collect()
+    };
+    for size in [20_000usize, 100_000, 300_000, (1 << 20) + 1] {
+        let sbufs: Vec<Vec<u8>> = (0..WIN).map(|k| content(me, size, k)).collect();
+        let mut rbuf = vec![0u8; size * WIN];
+        let st = w.scope(|sc| {
+            let mut reqs = Vec::new();
+            for chunk in rbuf.chunks_mut(size) {
+                reqs.push(c.irecv(sc, chunk, peer as i32, 12)?);
+            }
+            for b in &sbufs {
+                reqs.push(c.isend(sc, b, peer, 12)?);
+            }
+            weft::wait_all(&mut reqs)
+        })?;
+        for (k, chunk) in rbuf.chunks(size).enumerate() {
+            check(st[k].source == peer && st[k].count == size, || {
+                format!("window status {:?} size {size}", st[k])
+            });
+            check(chunk == content(peer, size, k).as_slice(), || {
+                format!("window size {size}: message {k} wrong")
+            });
+        }
+        let mut one = vec![0u8; size];
+        let st = w.scope(|sc| {
+            let mut reqs = c.irecv_same(sc, &mut one, WIN, peer as i32, 13)?;
+            for b in &sbufs {
+                reqs.push(c.isend(sc, b, peer, 13)?);
+            }
+            weft::wait_all(&mut reqs)
+        })?;
+        check(st.len() == 2 * WIN, || format!("same-buffer window: {} statuses", st.len()));
+        for s in &st[..WIN] {
+            check(s.source == peer && s.count == size, || format!("same-buffer status {s:?} size {size}"));
+        }
+        check((0..WIN).any(|k| one == content(peer, size, k)), || {
+            format!("same-buffer window size {size}: the buffer holds none of the messages")
+        });
+    }
+    Ok(())
+}
+
 fn main() {
     let w = match weft::init() {
         Ok(w) => w,
@@ -183,6 +238,7 @@ fn main() {
     let run = || -> weft::Result<()> {
         ring(&w, &c)?;
         wildcard_stress(&w, &c, seed, per)?;
+        bidir_windows(&w, &c)?;
         probes_and_completion(&w, &c)?;
         communicators(&c)?;
         c.barrier()

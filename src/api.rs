@@ -307,6 +307,31 @@ impl Comm {
         Ok(s.register(id))
     }
 
+    /// Post `n` receives that all write into the same `buf`, as an MPI program may (OSU's
+    /// bandwidth benchmarks receive a whole window into one buffer by default). Once all have
+    /// completed, `buf` holds one of the messages, which one is unspecified; each request's
+    /// status describes its own message. `buf` stays borrowed until the scope ends. If a post
+    /// fails, the receives posted before it stay in the scope and the error is returned.
+    pub fn irecv_same<'scope>(
+        &self,
+        s: &'scope Scope<'scope, '_>,
+        buf: &'scope mut [u8],
+        n: usize,
+        src: i32,
+        tag: i32,
+    ) -> Result<Vec<Request<'scope>>> {
+        self.same_instance(s)?;
+        let mut reqs = Vec::with_capacity(n);
+        for _ in 0..n {
+            // SAFETY: `buf` is borrowed mutably for 'scope, so nothing else reads or writes it
+            // until the scope has completed or cancelled every request registered in it; the
+            // requests' writes into it only overlap each other (any byte value is a valid u8).
+            let id = unsafe { self.core.irecv(self.id, buf.as_mut_ptr(), buf.len(), src, tag)? };
+            reqs.push(s.register(id));
+        }
+        Ok(reqs)
+    }
+
     /// Wait until a message matching `(src, tag)` has arrived; returns its status.
     pub fn probe(&self, src: i32, tag: i32) -> Result<Status> {
         Ok(self.core.probe(self.id, src, tag)?)

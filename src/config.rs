@@ -18,7 +18,7 @@ pub struct Key {
 
 /// Every configuration key weft reads.
 pub const KEYS: &[Key] = &[
-    Key { name: "WEFT_PROGRESS", default: "auto", help: "idle behaviour of blocking calls: poll (spin) | yield (sched_yield after a short spin; for more ranks than cores) | auto (yield when this host runs more ranks of the job than it has cores, else poll)" },
+    Key { name: "WEFT_PROGRESS", default: "auto", help: "idle behaviour of blocking calls: poll (spin; a wait idle for 1024 polls yields the core at each further one) | yield (sched_yield after a short spin; for more ranks than cores) | auto (yield when this host runs more ranks of the job than it has cores, else poll)" },
     Key { name: "WEFT_EAGER_LIMIT", default: "16384", help: "largest message sent eagerly (bytes); larger ones use single-copy rendezvous (socket-based libfabric providers use at least 65536)" },
     Key { name: "WEFT_SHM_BUDGET", default: "4194304", help: "bytes of inbound ring space per rank, shared among its local peers" },
     Key { name: "WEFT_SHM_RING_MIN", default: "16384", help: "smallest ring per peer pair (bytes, power of two)" },

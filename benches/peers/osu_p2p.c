@@ -105,6 +105,11 @@ static double reduce(double *v, int n, int median) {
 }
 
 static unsigned char *sbuf, *rbuf;
+/* --buffers single: every receive of a window into the same buffer (OSU's -b single) */
+static int single_buf;
+
+/* receive buffer of message w of a window */
+static unsigned char *rbuf_of(int w, size_t size) { return single_buf ? rbuf : rbuf + (size_t)w * size; }
 
 static void pingpong(size_t size, long n) {
     for (long i = 0; i < n; i++) {
@@ -147,7 +152,7 @@ static void windows(size_t size, long n, int bidir) {
             if (rank > 1) continue;
             int peer = 1 - rank;
             for (int w = 0; w < WINDOW; w++)
-                MPI_Irecv(rbuf + (size_t)w * size, (int)size, MPI_BYTE, peer, TAG_DATA,
+                MPI_Irecv(rbuf_of(w, size), (int)size, MPI_BYTE, peer, TAG_DATA,
                           MPI_COMM_WORLD, &reqs[w]);
             for (int w = 0; w < WINDOW; w++)
                 MPI_Isend(sbuf, (int)size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD,
@@ -160,7 +165,7 @@ static void windows(size_t size, long n, int bidir) {
             MPI_Recv(ack, 4, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else if (rank == 1) {
             for (int w = 0; w < WINDOW; w++)
-                MPI_Irecv(rbuf + (size_t)w * size, (int)size, MPI_BYTE, 0, TAG_DATA,
+                MPI_Irecv(rbuf_of(w, size), (int)size, MPI_BYTE, 0, TAG_DATA,
                           MPI_COMM_WORLD, &reqs[w]);
             MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
             MPI_Send(ack, 4, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
@@ -186,7 +191,7 @@ static double run_window(size_t size, int bidir, const char *bench, long *iters_
     MPI_Barrier(MPI_COMM_WORLD);
     windows(size, 1, bidir);
     if (rank == 1 || (bidir && rank == 0))
-        for (int w = 0; w < WINDOW; w++) check(rbuf + (size_t)w * size, size, bench);
+        for (int w = 0; w < (single_buf ? 1 : WINDOW); w++) check(rbuf_of(w, size), size, bench);
     *iters_out = iters;
     return reduce(res, reps, 0);
 }
@@ -228,6 +233,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--max") && v) max = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(a, "--iters-scale") && v) iters_scale = atof(argv[++i]);
         else if (!strcmp(a, "--reps") && v) reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--buffers") && v && (!strcmp(v, "single") || !strcmp(v, "multiple")))
+            single_buf = !strcmp(argv[++i], "single");
         else {
             if (rank == 0) fprintf(stderr, "osu_p2p: bad argument '%s'\n", a);
             MPI_Abort(MPI_COMM_WORLD, 2);

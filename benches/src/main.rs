@@ -68,6 +68,24 @@ impl Bench {
     }
 }
 
+/// Receive buffers of a window benchmark (OSU's `-b`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Buffers {
+    /// One receive buffer per message of a window.
+    Multiple,
+    /// Every message of a window into the same buffer (as OSU 7.2 does by default).
+    Single,
+}
+
+impl Buffers {
+    pub fn name(self) -> &'static str {
+        match self {
+            Buffers::Multiple => "multiple",
+            Buffers::Single => "single",
+        }
+    }
+}
+
 /// Command line shared by the driver and the worker (the driver forwards the relevant options).
 #[derive(Parser, Clone, Debug)]
 #[command(
@@ -111,6 +129,10 @@ pub struct Cli {
     /// Do not pin ranks to cores (weft: rank r -> core r % ncores; peers: --bind-to none).
     #[arg(long)]
     pub no_pin: bool,
+    /// Receive buffers of bw and bibw: `multiple` (one per message of a window, 64 distinct
+    /// buffers) or `single` (the whole window into one buffer, OSU's default `-b single`).
+    #[arg(long, value_enum, default_value_t = Buffers::Multiple)]
+    pub buffers: Buffers,
     /// Hard timeout of each launched job, in seconds (the job's process group is killed).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
@@ -156,6 +178,8 @@ impl Cli {
             self.iters_scale.to_string(),
             "--reps".into(),
             self.reps.to_string(),
+            "--buffers".into(),
+            self.buffers.name().into(),
         ]
     }
 }

@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use crate::report::{Report, Row};
-use crate::{Bench, Cli};
+use crate::{Bench, Buffers, Cli};
 
 /// Messages in flight per window (bw, bibw, mr), as in OSU.
 pub const WINDOW: usize = 64;
@@ -109,6 +109,26 @@ fn pin(rank: u32) {
     }
 }
 
+/// Post the receives of one window from `src`: into consecutive `size`-byte pieces of `rbuf`,
+/// or with `single` all into its first `size` bytes (OSU's `-b single`).
+fn post_window<'s>(
+    world: &weft::Comm,
+    s: &'s weft::Scope<'s, '_>,
+    rbuf: &'s mut [u8],
+    size: usize,
+    single: bool,
+    src: u32,
+) -> Result<Vec<weft::Request<'s>>, weft::Error> {
+    if single {
+        return world.irecv_same(s, &mut rbuf[..size], WINDOW, src as i32, TAG_DATA);
+    }
+    let mut reqs = Vec::with_capacity(2 * WINDOW);
+    for chunk in rbuf.chunks_mut(size) {
+        reqs.push(world.irecv(s, chunk, src as i32, TAG_DATA)?);
+    }
+    Ok(reqs)
+}
+
 struct Ctx<'a> {
     w: &'a weft::Weft,
     world: weft::Comm,
@@ -116,8 +136,10 @@ struct Ctx<'a> {
     reps: u32,
     scale: f64,
     sbuf: Vec<u8>,
-    /// `WINDOW * max` bytes: one distinct receive buffer per message of a window.
+    /// `WINDOW * max` bytes: one distinct receive buffer per message of a window (`max` bytes
+    /// with [`Buffers::Single`]: every message of a window into the same buffer).
     rbuf: Vec<u8>,
+    buffers: Buffers,
 }
 
 impl Ctx<'_> {
@@ -204,17 +226,16 @@ impl Ctx<'_> {
         }
         let world = &self.world;
         let sbuf = &self.sbuf[..size];
+        let single = self.buffers == Buffers::Single;
         let mut statuses = Vec::new();
         let mut ack = [0u8; 4];
         for _ in 0..n {
-            let rbuf = &mut self.rbuf[..size * WINDOW];
+            let rbuf = &mut self.rbuf[..size * if single { 1 } else { WINDOW }];
             if bidir {
                 let peer = 1 - self.rank;
                 statuses = self.w.scope(|s| -> Result<Vec<weft::Status>, weft::Error> {
-                    let mut reqs = Vec::with_capacity(2 * WINDOW);
-                    for chunk in rbuf.chunks_mut(size) {
-                        reqs.push(world.irecv(s, chunk, peer as i32, TAG_DATA)?);
-                    }
+                    let mut reqs = post_window(world, s, rbuf, size, single, peer)?;
+                    reqs.reserve(WINDOW);
                     for _ in 0..WINDOW {
                         reqs.push(world.isend(s, sbuf, peer, TAG_DATA)?);
                     }
@@ -234,10 +255,7 @@ impl Ctx<'_> {
                 world.recv(&mut ack, 1, TAG_ACK)?;
             } else if self.rank == 1 {
                 statuses = self.w.scope(|s| -> Result<Vec<weft::Status>, weft::Error> {
-                    let mut reqs = Vec::with_capacity(WINDOW);
-                    for chunk in rbuf.chunks_mut(size) {
-                        reqs.push(world.irecv(s, chunk, 0, TAG_DATA)?);
-                    }
+                    let mut reqs = post_window(world, s, rbuf, size, single, 0)?;
                     weft::wait_all(&mut reqs)
                 })?;
                 world.send(&ack, 0, TAG_ACK)?;
@@ -262,8 +280,9 @@ impl Ctx<'_> {
             res.push(1.0 / t0.elapsed().as_secs_f64());
         }
         let receiver = self.rank == 1 || (bidir && self.rank == 0);
+        let used = if self.buffers == Buffers::Single { n } else { n * WINDOW };
         if receiver {
-            self.rbuf[..n * WINDOW].fill(0);
+            self.rbuf[..used].fill(0);
         }
         self.world.barrier()?;
         let statuses = self.windows(n, 1, bidir)?;
@@ -279,7 +298,7 @@ impl Ctx<'_> {
             for st in &statuses {
                 self.check_status(bench, st, size, 1 - self.rank)?;
             }
-            for chunk in self.rbuf[..n * WINDOW].chunks(n) {
+            for chunk in self.rbuf[..used].chunks(n) {
                 self.check(bench, chunk, size)?;
             }
         }
@@ -329,7 +348,17 @@ pub fn run_worker(cli: &Cli) -> Result<(), WorkerError> {
         reps: cli.reps,
         scale: cli.iters_scale,
         sbuf: vec![0u8; if active { max } else { 0 }],
-        rbuf: vec![0u8; if active { max * WINDOW } else { 0 }],
+        rbuf: vec![
+            0u8;
+            if !active {
+                0
+            } else if cli.buffers == Buffers::Single {
+                max
+            } else {
+                max * WINDOW
+            }
+        ],
+        buffers: cli.buffers,
     };
     // Touch every page before measuring (as the C peer's memset does).
     ctx.rbuf.fill(1);

@@ -36,10 +36,18 @@ pub(crate) const ROUTE_SELF: u8 = u8::MAX;
 /// Route-table entry of a peer no transport reaches.
 pub(crate) const ROUTE_NONE: u8 = u8::MAX - 1;
 
+/// Idle iterations after which a [`ProgressMode::Poll`] wait yields its core while it stays
+/// idle. Spinning on through a long wait costs nothing on an otherwise idle core, but on a
+/// shared one the scheduler charges the spin to this process, which then waits for the core
+/// when its data arrives; `sched_yield` with nothing else runnable returns at once.
+pub(crate) const POLL_IDLE_SPINS: u32 = 1024;
+
 /// How waiting callers spend idle time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgressMode {
-    /// Spin on progress (lowest latency; one rank per core).
+    /// Spin on progress (lowest latency; one rank per core); a wait that stays idle for
+    /// 1024 iterations (tens of µs: a peer's large copy, not a message in
+    /// flight) yields the core at each further idle iteration.
     Poll,
     /// Yield the core after a short spin (more ranks than cores).
     Yield,
@@ -77,6 +85,9 @@ pub struct Stats {
     pub rndv_gets: u64,
     /// Of those, split ones (the sender wrote the tail).
     pub split_rndv: u64,
+    /// Split rendezvous started only after the FINs polled at the decision showed that the
+    /// peer had read every rendezvous this process sent it (traffic both ways).
+    pub split_late: u64,
     /// CTS messages this process answered without writing (its send given up, or the write
     /// failed).
     pub split_put_refused: u64,

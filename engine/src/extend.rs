@@ -363,7 +363,8 @@ impl Ext {
     }
 
     /// One idle iteration of a loop that waits for its own condition: progress, and after
-    /// 16 idle iterations in yield mode give the core away (`spins` starts at 0).
+    /// 16 idle iterations in yield mode (1024 in poll mode) give the core away (`spins` starts
+    /// at 0).
     #[inline]
     pub fn idle_wait(&mut self, spins: &mut u32) {
         self.0.idle_wait(spins)

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::engine::Origin;
+use crate::engine::{Origin, POLL_IDLE_SPINS};
 use crate::error::{Error, Result};
 use crate::request::{Phase, ReqId};
 use crate::{Engine, ProgressMode, Status, ANY_SOURCE};
@@ -128,16 +128,18 @@ impl Engine {
     }
 
     /// Spend one idle iteration of a wait loop according to the progress mode: progress, and
-    /// after 16 idle iterations in yield mode give the core away. For layers that wait for
-    /// their own completion condition instead of a request (`spins` starts at 0).
+    /// after 16 idle iterations in yield mode (after [`POLL_IDLE_SPINS`] in poll mode) give the
+    /// core away. For layers that wait for their own completion condition instead of a request
+    /// (`spins` starts at 0).
     #[inline]
     pub(crate) fn idle_wait(&mut self, spins: &mut u32) {
         if self.progress() > 0 {
             *spins = 0;
             return;
         }
-        *spins += 1;
-        if self.cfg.progress == ProgressMode::Yield && *spins >= 16 {
+        *spins = spins.saturating_add(1);
+        let limit = if self.cfg.progress == ProgressMode::Yield { 16 } else { POLL_IDLE_SPINS };
+        if *spins >= limit {
             std::thread::yield_now();
         }
     }

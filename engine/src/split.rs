@@ -3,7 +3,9 @@
 //! and the sender each copy half, on their own cores, where the plain rendezvous leaves the
 //! whole copy to the receiver while the sender waits for its FIN. Only when the sender has
 //! a core to lend: a receiver that has rendezvous sends of its own waiting for that peer's
-//! reads (traffic both ways, a bidirectional exchange) reads everything itself.
+//! reads (traffic both ways, a bidirectional exchange) reads itself, until the FINs of
+//! those sends arrive (it polls for them before each such decision): from then on the peer
+//! has read everything and waits, and the rest of the receiver's batch is split with it.
 //!
 //! Receiver, when an RTS matches: expose the tail of its buffer, send CTS (sender request,
 //! receiver request, tail key, tail offset), read the head with `get`, then wait in
@@ -68,7 +70,15 @@ impl Engine {
         let busy =
             |r: &Req| r.is_send && r.peer_world == peer && matches!(r.phase, Phase::SendAwaitFin { .. });
         if self.core.reqs.any(busy) {
-            return Err(todo);
+            // The FINs of those sends may be waiting in the ring already: a peer that has
+            // read everything this process sent it waits with an idle core while this process
+            // still reads a batch of its messages (the end of a window both ways, where the
+            // slower side would otherwise copy the rest alone). Take them in and decide again.
+            self.poll_one(t);
+            if self.core.reqs.any(busy) {
+                return Err(todo);
+            }
+            self.core.stats.split_late += 1;
         }
         let offset = (n / 2) & !(PAGE - 1);
         // SAFETY: offset < n ≤ buf.len(), inside the receive buffer.
@@ -123,6 +133,13 @@ impl Engine {
             };
         }
         Ok(())
+    }
+
+    /// Deliver what transport `t` has received (at most one poll's budget), in the middle of
+    /// other work: the messages only change requests' phases and queue work for after.
+    fn poll_one(&mut self, t: usize) {
+        let core = &mut self.core;
+        self.transports[t].poll_until(64, &mut |peer, h, p| core.on_message(peer, h, p));
     }
 
     /// Serve the CTS messages (write the tails) and send the FINs of completed split receives.

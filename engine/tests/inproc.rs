@@ -254,6 +254,56 @@ fn split_rendezvous_moves_every_byte() {
     });
 }
 
+/// Traffic both ways: a receiver with rendezvous sends of its own pending to the peer reads
+/// whole, until the peer's FINs show it has read all of them. Rank 0 reads all of rank 1's
+/// messages while rank 1 does not progress; rank 1 then takes a poll's worth of rank 0's RTSs,
+/// finds the FINs waiting behind them at its first decision, and splits the whole window.
+#[test]
+fn a_peer_done_reading_takes_the_split_of_the_rest() {
+    const WIN: usize = 64;
+    const LEN: usize = 16_384;
+    let rank0_read = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    run_split(2, 4 * WIN, 8192, move |r, e, _| {
+        use std::sync::atomic::Ordering;
+        let w = e.world();
+        let peer = 1 - r;
+        let content = |src: u32, k: usize| -> Vec<u8> {
+            (0..LEN).map(|i| (i * 7 + k * 13) as u8 ^ src as u8).collect()
+        };
+        let sbufs: Vec<Vec<u8>> = (0..WIN).map(|k| content(r, k)).collect();
+        let mut rbuf = vec![0u8; LEN * WIN];
+        let recvs: Vec<ReqId> = rbuf
+            .chunks_mut(LEN)
+            // SAFETY: each chunk holds LEN bytes and is read only after wait_all below.
+            .map(|c| unsafe { e.irecv(w, c.as_mut_ptr(), LEN, peer as i32, 4).unwrap() })
+            .collect();
+        let sends: Vec<ReqId> = sbufs
+            .iter()
+            // SAFETY: the buffers live, unwritten, until wait_all below completes the sends.
+            .map(|b| unsafe { e.isend(w, b.as_ptr(), LEN, peer, 4).unwrap() })
+            .collect();
+        if r == 0 {
+            e.wait_all(&recvs).unwrap();
+            rank0_read.store(true, Ordering::Release);
+            e.wait_all(&sends).unwrap();
+            assert_eq!(e.stats().split_rndv, 0, "rank 0 read while rank 1 had its sends pending");
+        } else {
+            while !rank0_read.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            e.wait_all(&recvs).unwrap();
+            e.wait_all(&sends).unwrap();
+            let st = e.stats();
+            assert_eq!(st.split_rndv, WIN as u64, "rank 1 splits the window once rank 0 is done");
+            assert_eq!(st.split_late, 1, "decided at the first receive, after polling the FINs");
+        }
+        for (k, c) in rbuf.chunks(LEN).enumerate() {
+            assert!(c == content(peer, k).as_slice(), "rank {r}: message {k} differs");
+        }
+        e.barrier(w).unwrap();
+    });
+}
+
 /// A sender that dies after its RTS, with the receiver's CTS unanswered: the split receive
 /// ends with `ProcFailed` (no hang waiting for the tail).
 #[test]

@@ -62,12 +62,27 @@ pub fn native_name(bench: &str) -> Option<&'static str> {
 }
 
 /// Run `weft-bench`'s own benchmark of the operation (same sizes, same job size); its rows.
-fn native(cli: &OsuCli, bench: &str) -> Result<Vec<Row>, String> {
+/// The point-to-point ones run as workers under `weft-run` exactly as the OSU program does on
+/// weft (same binding, same sessions); bw and bibw as OSU does by default: a window's
+/// receives into one buffer, one timed loop per run.
+fn native(cli: &OsuCli, setup: &Setup, bench: &str) -> Result<Vec<Row>, String> {
     let name = native_name(bench).ok_or_else(|| format!("weft-bench has no native {bench}"))?;
     let (min, max) = cli.sizes.split_once(':').unwrap_or(("1", cli.sizes.as_str()));
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["--csv", "--bench", name, "--min", min, "--max", max, "--ranks", &cli.ranks.to_string()]);
+    let cmd = if matches!(name, "latency" | "bw" | "bibw") {
+        let mut c = weft_job(cli, setup);
+        // weft's configuration rejects unknown WEFT_* variables: the job gets none of the driver's.
+        c.env_remove("WEFT_RUN").env_remove("WEFT_SUITES");
+        c.arg(exe).args(["--worker", "--bench", name, "--min", min, "--max", max]);
+        if name != "latency" {
+            c.args(["--buffers", "single", "--reps", "1"]);
+        }
+        c
+    } else {
+        let mut c = Command::new(exe);
+        c.args(["--csv", "--bench", name, "--min", min, "--max", max, "--ranks", &cli.ranks.to_string()]);
+        c
+    };
     let done = Supervisor::new(Duration::from_secs(cli.timeout)).run(cmd).map_err(|e| e.to_string())?;
     match done.end {
         End::Exited(s) if s.success() => {}
@@ -94,7 +109,7 @@ fn native(cli: &OsuCli, bench: &str) -> Result<Vec<Row>, String> {
 /// Run `osu_<bench>` once on `lib`; its result rows.
 pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row>, String> {
     if lib == Lib::Native {
-        return native(cli, bench);
+        return native(cli, setup, bench);
     }
     let prog = program(setup, bench)?;
     let n = cli.ranks.to_string();
@@ -105,15 +120,12 @@ pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row
             c
         }
         Lib::Weft => {
-            let mut c = Command::new(&setup.weft_run);
             let path = match std::env::var("LD_LIBRARY_PATH") {
                 Ok(p) if !p.is_empty() => format!("{}:{p}", setup.weft_lib.display()),
                 _ => setup.weft_lib.display().to_string(),
             };
-            c.args(["-n", &n, "--bind-to", "core"]).env("LD_LIBRARY_PATH", path);
-            if cli.own_sessions {
-                c.args(["setsid", "-w"]);
-            }
+            let mut c = weft_job(cli, setup);
+            c.env("LD_LIBRARY_PATH", path);
             c
         }
         Lib::Native => unreachable!("handled above"),
@@ -137,6 +149,17 @@ pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row
         return Err(format!("no results in its output: {}", tail(&done.stdout)));
     }
     Ok(rows)
+}
+
+/// `weft-run -n N --bind-to core` (and `setsid -w` before the program with
+/// `--own-sessions`): the job every weft run of a round starts with.
+fn weft_job(cli: &OsuCli, setup: &Setup) -> Command {
+    let mut c = Command::new(&setup.weft_run);
+    c.args(["-n", &cli.ranks.to_string(), "--bind-to", "core"]);
+    if cli.own_sessions {
+        c.args(["setsid", "-w"]);
+    }
+    c
 }
 
 fn tail(s: &str) -> String {
