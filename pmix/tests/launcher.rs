@@ -670,3 +670,45 @@ fn bind_to_core_gives_each_rank_one_cpu() {
     let bad = run(&["-n", "1", "--bind-to", "socket", "true"]);
     assert!(!bad.status.success() && bad.stderr.contains("--bind-to"), "{}", bad.dump());
 }
+
+/// `weft-run ARGS… env` with `GLIBC_TUNABLES` set to `user` (or removed): the value every rank
+/// got (`None` for a rank without one).
+fn tunables_seen(user: Option<&str>, args: &[&str]) -> (Out, Vec<Option<String>>) {
+    let mut cmd = Command::new(WEFT_RUN);
+    match user {
+        Some(v) => cmd.env("GLIBC_TUNABLES", v),
+        None => cmd.env_remove("GLIBC_TUNABLES"),
+    };
+    cmd.args(args).args(["--timeout", "30", "sh", "-c", "echo \"rank-tunables:${GLIBC_TUNABLES-none}\""]);
+    let out = run_cmd(cmd);
+    assert!(out.status.success(), "{}", out.dump());
+    let seen = out
+        .lines("rank-tunables:")
+        .iter()
+        .map(|l| Some(l["rank-tunables:".len()..].to_string()).filter(|v| v != "none"))
+        .collect();
+    (out, seen)
+}
+
+#[test]
+fn oversubscribed_ranks_start_without_rseq_and_avx512_string_functions() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let over = (cpus + 1).to_string();
+    // One process, but a universe of more processes than CPUs: oversubscribed.
+    let (out, seen) = tunables_seen(None, &["-n", "1", "--universe-size", &over]);
+    assert_eq!(seen.len(), 1, "{}", out.dump());
+    let v = seen[0].clone().unwrap_or_else(|| panic!("no GLIBC_TUNABLES\n{}", out.dump()));
+    assert!(v.contains("glibc.pthread.rseq=0") && v.contains("-AVX512VL"), "{v}");
+    // A key the user set wins; the others are added.
+    let (out, seen) = tunables_seen(Some("glibc.pthread.rseq=1"), &["-n", "1", "--universe-size", &over]);
+    let v = seen[0].clone().unwrap_or_else(|| panic!("no GLIBC_TUNABLES\n{}", out.dump()));
+    assert!(
+        v.starts_with("glibc.pthread.rseq=1:") && !v.contains("rseq=0") && v.contains("-AVX512VL"),
+        "{v}"
+    );
+    // --no-tunables, or a job that fits the CPUs: the environment is left alone.
+    let (out, seen) = tunables_seen(None, &["-n", "1", "--universe-size", &over, "--no-tunables"]);
+    assert_eq!(seen, vec![None], "{}", out.dump());
+    let (out, seen) = tunables_seen(Some("glibc.malloc.check=3"), &["-n", "1"]);
+    assert_eq!(seen, vec![Some("glibc.malloc.check=3".to_string())], "{}", out.dump());
+}

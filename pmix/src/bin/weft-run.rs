@@ -1,5 +1,6 @@
 //! `weft-run -n N [--timeout SECS] [--nodes K | --map C0,C1,…] [--kill-node NODE@SECS]…
-//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] [--universe-size U] PROG ARGS…`:
+//! [--netns [--partition NODE@SECS]…] [--bind-to none|core] [--universe-size U] [--no-tunables]
+//! PROG ARGS…`:
 //! the embedded single-host launcher of weft.
 //!
 //! Hosts the OpenPMIx server library (`weft_pmix::server`) and starts N copies of PROG as its
@@ -20,6 +21,10 @@
 //! `../lib`), its directory goes first in the ranks' `LD_LIBRARY_PATH`, so a standard-ABI MPI
 //! program runs on weft as it is; `--no-mpi-lib` or `WEFT_RUN_MPI_LIB=0` turns that off (see
 //! `weft_run/mpi_lib.rs`).
+//!
+//! Oversubscription: when the universe may hold more processes than the CPUs weft-run may
+//! use, the ranks start with glibc tunables that make their context switches cheaper (see
+//! `weft_run/tunables.rs`; `--no-tunables` turns that off).
 //!
 //! Fault injection: `--kill-node NODE@SECS` SIGKILLs every rank of NODE at once SECS after
 //! start; survivors get one `PMIX_EVENT_NODE_DOWN` naming all of them and the exit status counts
@@ -63,6 +68,8 @@ mod nodes;
 mod relay;
 #[path = "weft_run/server.rs"]
 mod server;
+#[path = "weft_run/tunables.rs"]
+mod tunables;
 
 use std::ffi::OsString;
 use std::os::unix::net::UnixListener;
@@ -124,6 +131,12 @@ struct Cli {
     /// ../lib) first in the ranks' LD_LIBRARY_PATH (also: WEFT_RUN_MPI_LIB=0).
     #[arg(long = "no-mpi-lib")]
     no_mpi_lib: bool,
+    /// Leave GLIBC_TUNABLES alone. By default, when the job may have more processes than the
+    /// CPUs weft-run may use, the ranks start without glibc's rseq registration and without
+    /// its AVX-512 string functions (cheaper context switches between ranks sharing a core);
+    /// a key set in GLIBC_TUNABLES is kept.
+    #[arg(long = "no-tunables")]
+    no_tunables: bool,
     /// Bind each rank to one CPU (`core`: a node's local rank i on the i-th CPU weft-run may
     /// use) or not at all (`none`, the default), as `mpiexec -bind-to`.
     #[arg(long = "bind-to", value_enum, default_value_t = binding::BindTo::None, value_name = "WHAT")]
@@ -264,6 +277,13 @@ fn run(cli: Cli) -> u8 {
         .then(|| std::env::current_exe().ok().and_then(|exe| mpi_lib::library_dir(&exe)))
         .flatten()
         .map(|dir| mpi_lib::library_path(&dir, std::env::var_os("LD_LIBRARY_PATH")));
+    let universe_size = cli.universe_size.unwrap_or(cli.n).max(cli.n);
+    let cpus_usable = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let glibc_tunables = if cli.no_tunables {
+        None
+    } else {
+        tunables::for_ranks(universe_size, cpus_usable, std::env::var_os(tunables::ENV).as_deref())
+    };
     // After the signal mask: libpmix's progress thread inherits it, so the terminating
     // signals keep arriving on the signalfd only.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -320,6 +340,7 @@ fn run(cli: Cli) -> u8 {
     let spec = SpawnSpec {
         prog: prog.clone(),
         ld_library_path: ld_library_path.clone(),
+        glibc_tunables: glibc_tunables.clone(),
         argv0: prog_arg.clone(),
         args: cli.command[1..].to_vec(),
         ctl: run_dir.sock.clone(),
@@ -389,9 +410,10 @@ fn run(cli: Cli) -> u8 {
     );
     server.enable_spawn(server::SpawnTemplate {
         ld_library_path: ld_library_path.clone(),
+        glibc_tunables,
         ctl: run_dir.sock.clone(),
         fi_domain: fi_domains.first().cloned().flatten(),
-        universe_size: cli.universe_size.unwrap_or(cli.n).max(cli.n),
+        universe_size,
         broken: false,
     });
     let code = match server.run() {

@@ -196,6 +196,8 @@ pub struct SpawnSpec {
     pub prog: PathBuf,
     /// `LD_LIBRARY_PATH` of every rank (`None`: inherited as it is).
     pub ld_library_path: Option<OsString>,
+    /// `GLIBC_TUNABLES` of every rank (`None`: inherited as it is; see `tunables.rs`).
+    pub glibc_tunables: Option<OsString>,
     pub argv0: OsString,
     pub args: Vec<OsString>,
     /// The fault-injection control socket (`WEFT_RUN_CTL`).
@@ -252,6 +254,9 @@ fn spawn_process(
     }
     if let Some(path) = &spec.ld_library_path {
         cmd.env("LD_LIBRARY_PATH", path);
+    }
+    if let Some(t) = &spec.glibc_tunables {
+        cmd.env(crate::tunables::ENV, t);
     }
     let netns = spec.netns_fds.get(node).copied();
     let cpus = spec.cpus.get(slot as usize).copied().flatten();

@@ -25,6 +25,8 @@ use crate::job::{resolve_program, spawn_rank, SpawnSpec};
 pub struct SpawnTemplate {
     /// `LD_LIBRARY_PATH` of every process (`None`: inherited).
     pub ld_library_path: Option<OsString>,
+    /// `GLIBC_TUNABLES` of every process (`None`: inherited).
+    pub glibc_tunables: Option<OsString>,
     /// The fault-injection control socket (`WEFT_RUN_CTL`).
     pub ctl: PathBuf,
     /// `WEFT_FI_DOMAIN` of the first node.
@@ -81,6 +83,7 @@ impl Server {
         let spec = SpawnSpec {
             prog: prog.clone(),
             ld_library_path: tpl.ld_library_path.clone(),
+            glibc_tunables: tpl.glibc_tunables.clone(),
             argv0: OsString::from(&command),
             args: args.into_iter().map(OsString::from).collect(),
             ctl: tpl.ctl.clone(),
