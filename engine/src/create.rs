@@ -253,6 +253,30 @@ impl Engine {
         self.install_comm(ctx, rank, world_of)
     }
 
+    /// Reserve a window of up to `n` context ids from this process's next free one, for a
+    /// creation that agrees on its ids later (a non-blocking duplication): from now on this
+    /// process's other creations contribute, and so take, ids past the window. The window
+    /// `(start, end)`; ids in it stay free until that creation installs its communicators.
+    pub(crate) fn reserve_ctx(&mut self, n: u32) -> Result<(u32, u32)> {
+        let start = self.core.next_ctx;
+        let end = start.saturating_add(n).min(crate::matching::MAX_CTX);
+        if end.saturating_sub(start) < 2 {
+            return Err(Error::InvalidArg("context ids exhausted".into()));
+        }
+        self.core.next_ctx = end;
+        Ok((start, end))
+    }
+
+    /// Give back the ids from `used` to `end` of a window [`Engine::reserve_ctx`] returned,
+    /// once its creation knows it needs only ids below `used`: possible only if no creation
+    /// took ids since the reservation (the next free id is still `end`); otherwise the rest
+    /// of the window stays unused.
+    pub(crate) fn release_ctx(&mut self, end: u32, used: u32) {
+        if self.core.next_ctx == end && used <= end {
+            self.core.next_ctx = used;
+        }
+    }
+
     /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
     pub(crate) fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
         self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)

@@ -414,6 +414,19 @@ impl Ext {
         self.0.next_ctx()
     }
 
+    /// Reserve a window of up to `n` context ids for a creation whose agreement runs while
+    /// this process may create other communicators (see [`Engine`]'s `reserve_ctx`): its
+    /// first id and its end; this process's creations take ids past it from now on.
+    pub fn reserve_ctx(&mut self, n: u32) -> Result<(u32, u32)> {
+        self.0.reserve_ctx(n)
+    }
+
+    /// Return the ids `used..end` of a reserved window the creation does not need, unless a
+    /// creation took ids past the window meanwhile.
+    pub fn release_ctx(&mut self, end: u32, used: u32) {
+        self.0.release_ctx(end, used)
+    }
+
     /// Create a communicator from a context id and members agreed on by an upper layer.
     /// Context id `ctx` must be even and unused by every member (the caller's agreement
     /// guarantees it); this process must be a member.

@@ -143,6 +143,21 @@ fn a_spawned_process_failure_reaches_parents_and_siblings() {
     );
 }
 
+/// `MPI_Comm_idup` does not complete at the call: rank 0 sends to rank 1 between its idup and
+/// its wait, rank 1 receives that message before its own idup (a blocking idup deadlocks,
+/// which the job's timeout ends); the duplicates, several pending at once and completed in
+/// reverse order, each get their own context.
+#[test]
+fn comm_idup_completes_after_the_call() {
+    let exe = build(&[&weft_mpicc()], "idup", "weft");
+    assert_eq!(run2(&exe), ["idup ok rank 0", "idup ok rank 1"]);
+    common::weft_run();
+    let out = common::weft_job(3, &exe, &[], &[], JOB_SECS);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "idup at 3 ranks failed: {stderr}\nstdout:\n{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("idup ok rank ")).count(), 3, "{stdout}");
+}
+
 #[test]
 fn smoke_through_weft_headers() {
     let exe = build(&[&weft_mpicc()], "smoke", "weft");
