@@ -364,6 +364,12 @@ impl Engine {
         self.core.comms.get(c)?.world_dest(r)
     }
 
+    /// How waiting callers spend idle time from now on (a host that gained processes, e.g.
+    /// by a spawn, may no longer give every spinning process a core).
+    pub fn set_progress_mode(&mut self, mode: ProgressMode) {
+        self.cfg.progress = mode;
+    }
+
     /// Counters.
     pub fn stats(&self) -> &Stats {
         &self.core.stats
