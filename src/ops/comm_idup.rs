@@ -10,8 +10,11 @@
 //! the starts, minimum of the ends), started on the parent like any non-blocking collective,
 //! hence ordered with the parent's other collectives. Every id in the windows' intersection is
 //! free at every member until the duplication installs its communicators there, at its first
-//! ids. When the agreement is over, a member gives back the rest of its window unless it
-//! created other communicators meanwhile.
+//! ids. While a window is reserved, the engine keeps messages for its ids that arrive before
+//! their communicator is installed (as it does for ids past the next free one): a faster
+//! member may already use the duplicate. When the agreement is over, a member gives back the
+//! rest of its window unless it created other communicators meanwhile; a duplication whose
+//! agreement fails (a member died, the parent was revoked) leaves its window reserved, unused.
 //!
 //! The windows intersect unless some member's next free id lies a whole window ahead of
 //! another's ([`WINDOW`] ids: that member was in that many more communicators); such a
@@ -81,15 +84,20 @@ impl OpsCore {
     pub fn comm_idup_finish(&self, p: PendingDup) -> EngineResult<Vec<CommId>> {
         let first = p.bounds[2];
         let shared_end = u32::MAX - p.bounds[3];
-        let used = first.checked_add(2 * p.comms).filter(|&u| u <= shared_end).ok_or_else(|| {
-            EngineError::InvalidArg(format!(
-                "communicator duplication: the members' next free context ids lie more than {WINDOW} \
-                 apart (some member is in that many more communicators than another)"
-            ))
-        })?;
         let mut e = self.eng()?;
         let ext = e.ext();
+        let Some(used) = first.checked_add(2 * p.comms).filter(|&u| u <= shared_end) else {
+            ext.release_ctx(p.end, p.end);
+            return Err(EngineError::InvalidArg(format!(
+                "communicator duplication: the members' next free context ids lie more than {WINDOW} \
+                 apart (some member is in that many more communicators than another)"
+            )));
+        };
+        let made: EngineResult<Vec<CommId>> =
+            (0..p.comms).map(|i| ext.comm_create_agreed(first + 2 * i, p.members.clone())).collect();
+        // Until now the window kept messages for these ids waiting; they are installed (or
+        // failed to be), so the reservation ends.
         ext.release_ctx(p.end, used);
-        (0..p.comms).map(|i| ext.comm_create_agreed(first + 2 * i, p.members.clone())).collect()
+        made
     }
 }
