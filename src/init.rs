@@ -155,6 +155,26 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     Ok(engine)
 }
 
+/// The progress mode `WEFT_PROGRESS=auto` picks once the universe has grown to `universe`
+/// processes (a spawn started more), counted as at init: under weft-run every process of the
+/// universe runs on this host. `None` when the mode was set explicitly or the launcher is
+/// another (whose processes are not all on one host).
+pub(crate) fn grown_universe_progress(cfg: &Config, universe: u32) -> Option<weft_engine::ProgressMode> {
+    let one_host = std::env::var_os(weft_pmix::launcher::ENV_HOST_SLOT).is_some();
+    progress_for_universe(cfg.progress.is_some(), one_host, universe as usize, crate::topology::host_cpus())
+}
+
+/// [`grown_universe_progress`] for a mode set explicitly or not, a universe on one host or
+/// not, of `universe` processes on `cpus` CPUs.
+fn progress_for_universe(
+    explicit: bool,
+    one_host: bool,
+    universe: usize,
+    cpus: usize,
+) -> Option<weft_engine::ProgressMode> {
+    (!explicit && one_host).then(|| auto_progress(universe, cpus))
+}
+
 /// The progress mode `WEFT_PROGRESS=auto` picks for `ranks` ranks on a host with `cpus` usable
 /// CPUs.
 fn auto_progress(ranks: usize, cpus: usize) -> weft_engine::ProgressMode {
@@ -176,5 +196,16 @@ mod progress_tests {
         assert_eq!(auto_progress(1, 8), ProgressMode::Poll);
         assert_eq!(auto_progress(3, 2), ProgressMode::Yield);
         assert_eq!(auto_progress(4, 0), ProgressMode::Yield);
+    }
+
+    #[test]
+    fn a_spawn_that_fills_the_host_turns_auto_to_yield() {
+        use super::progress_for_universe;
+        // 2 ranks on 2 cores spin; with a third process spawned they yield.
+        assert_eq!(progress_for_universe(false, true, 2, 2), Some(ProgressMode::Poll));
+        assert_eq!(progress_for_universe(false, true, 3, 2), Some(ProgressMode::Yield));
+        // An explicit WEFT_PROGRESS stays; another launcher's universe spans hosts.
+        assert_eq!(progress_for_universe(true, true, 3, 2), None);
+        assert_eq!(progress_for_universe(false, false, 3, 2), None);
     }
 }

@@ -89,6 +89,7 @@ impl Engine {
     pub(crate) fn install_comm(&mut self, ctx: u32, rank: u32, world_of: Vec<u32>) -> Result<CommId> {
         let id = self.core.comms.insert(CommState::new(ctx, rank, world_of));
         self.core.next_ctx = self.core.next_ctx.max(ctx + 2);
+        self.core.comms_installed += 1;
         for x in [ctx, ctx + 1] {
             let qs = self.core.q.ctx(x).ok_or(Error::InvalidArg("context ids exhausted".into()))?;
             qs.comm = Some(id);
@@ -253,6 +254,38 @@ impl Engine {
         self.install_comm(ctx, rank, world_of)
     }
 
+    /// Reserve a window of up to `n` context ids from this process's next free one, for a
+    /// creation that agrees on its ids later (a non-blocking duplication): from now on this
+    /// process's other creations contribute, and so take, ids past the window. The window
+    /// `(start, end)`; ids in it stay free until that creation installs its communicators.
+    pub(crate) fn reserve_ctx(&mut self, n: u32) -> Result<(u32, u32)> {
+        let start = self.core.next_ctx;
+        let end = start.saturating_add(n).min(crate::matching::MAX_CTX);
+        if end.saturating_sub(start) < 2 {
+            return Err(Error::InvalidArg("context ids exhausted".into()));
+        }
+        self.core.next_ctx = end;
+        self.core.ctx_windows.push((start, end));
+        Ok((start, end))
+    }
+
+    /// End the reservation of the window ending at `end` ([`Engine::reserve_ctx`]) once its
+    /// creation installed its communicators on ids below `used`: the ids from `used` to `end`
+    /// are given back if no creation took ids since the reservation (the next free id is
+    /// still `end`); otherwise they stay unused.
+    pub(crate) fn release_ctx(&mut self, end: u32, used: u32) {
+        self.core.ctx_windows.retain(|w| w.1 != end);
+        if self.core.next_ctx == end && used <= end {
+            self.core.next_ctx = used;
+        }
+    }
+
+    /// True if context `ctx` is not in use here but may become a communicator's: at or past
+    /// the next free id, or in a window a pending creation reserved.
+    pub(crate) fn ctx_may_come(&self, ctx: u32) -> bool {
+        ctx >= self.core.next_ctx || self.core.ctx_windows.iter().any(|&(s, e)| (s..e).contains(&ctx))
+    }
+
     /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
     pub(crate) fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
         self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)
@@ -261,5 +294,39 @@ impl Engine {
     /// This process's next free context id (what it contributes to a context agreement).
     pub(crate) fn next_ctx(&self) -> u32 {
         self.core.next_ctx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Engine, EngineConfig};
+
+    /// A window reserved for a pending creation: other creations take ids past it, messages
+    /// for its ids may still come, and ending it gives back what its creation did not use
+    /// unless something was created past it meanwhile.
+    #[test]
+    fn reserved_windows_hold_their_ids_until_released() {
+        let mut e = Engine::new(0, 1, EngineConfig::default());
+        let next = e.ext_ref().next_ctx();
+        let (start, end) = e.reserve_ctx(64).unwrap();
+        assert_eq!((start, end), (next, next + 64));
+        assert_eq!(e.ext_ref().next_ctx(), end, "later creations contribute ids past the window");
+        assert!(e.ctx_may_come(start + 2) && e.ctx_may_come(end + 10));
+        assert!(!e.ctx_may_come(start - 2), "an id below the window is stale");
+        let before = e.ext_ref().comms_installed();
+        e.comm_create_agreed(start, vec![0]).unwrap();
+        assert_eq!(e.ext_ref().comms_installed(), before + 1);
+        e.release_ctx(end, start + 2);
+        assert_eq!(e.ext_ref().next_ctx(), start + 2, "the unused rest comes back");
+        assert!(!e.ctx_may_come(start + 2 - 2));
+
+        // A creation past a window keeps its rest reserved after the release.
+        let (_, end2) = e.reserve_ctx(64).unwrap();
+        let w = e.world();
+        let dup = e.comm_dup(w).unwrap();
+        assert!(e.comm_ctx(dup).unwrap() >= end2);
+        e.release_ctx(end2, end2 - 60);
+        assert!(e.ext_ref().next_ctx() > end2, "ids past the window stay taken");
+        assert!(!e.ctx_may_come(end2 - 30), "the window's rest is no longer expected");
     }
 }

@@ -164,6 +164,12 @@ pub(crate) struct Core {
     pub(crate) split: SplitTodo,
     pub(crate) failed: Failures,
     pub(crate) next_ctx: u32,
+    /// Context-id windows reserved by creations still agreeing on their ids (below
+    /// `next_ctx`, yet possibly the id of a communicator this process will install).
+    pub(crate) ctx_windows: Vec<(u32, u32)>,
+    /// Communicators installed so far (a layer holding messages for a communicator not yet
+    /// installed retries them when this grows).
+    pub(crate) comms_installed: u64,
     pub(crate) stats: Stats,
     /// Messages of upper-layer classes, dispatched to their handlers after the poll.
     pub(crate) ctrl_inbox: Vec<(u32, Header, Vec<u8>)>,
@@ -269,6 +275,8 @@ impl Engine {
                 split: SplitTodo::default(),
                 failed: Failures::new(nprocs),
                 next_ctx: 2,
+                ctx_windows: Vec::new(),
+                comms_installed: 0,
                 stats: Stats::default(),
                 ctrl_inbox: Vec::new(),
                 buf_pool: Vec::new(),
@@ -373,6 +381,12 @@ impl Engine {
     /// World rank of rank `r` of `c`.
     pub fn comm_world_rank(&self, c: CommId, r: u32) -> Result<u32> {
         self.core.comms.get(c)?.world_dest(r)
+    }
+
+    /// How waiting callers spend idle time from now on (a host that gained processes, e.g.
+    /// by a spawn, may no longer give every spinning process a core).
+    pub fn set_progress_mode(&mut self, mode: ProgressMode) {
+        self.cfg.progress = mode;
     }
 
     /// Counters.

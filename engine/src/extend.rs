@@ -428,6 +428,32 @@ impl Ext {
         self.0.next_ctx()
     }
 
+    /// Reserve a window of up to `n` context ids for a creation whose agreement runs while
+    /// this process may create other communicators (see [`Engine`]'s `reserve_ctx`): its
+    /// first id and its end; this process's creations take ids past it from now on.
+    pub fn reserve_ctx(&mut self, n: u32) -> Result<(u32, u32)> {
+        self.0.reserve_ctx(n)
+    }
+
+    /// End the reservation of the window ending at `end`, its creation having installed its
+    /// communicators below `used`: the ids `used..end` return unless a creation took ids past
+    /// the window meanwhile.
+    pub fn release_ctx(&mut self, end: u32, used: u32) {
+        self.0.release_ctx(end, used)
+    }
+
+    /// True if `ctx` names no communicator here yet but may (a message for it can be held
+    /// until it does): at or past [`Ext::next_ctx`], or in a window a pending creation
+    /// reserved.
+    pub fn ctx_may_come(&self, ctx: u32) -> bool {
+        self.0.ctx_may_come(ctx)
+    }
+
+    /// Number of communicators installed so far: grows whenever one is created here.
+    pub fn comms_installed(&self) -> u64 {
+        self.0.core.comms_installed
+    }
+
     /// Create a communicator from a context id and members agreed on by an upper layer.
     /// Context id `ctx` must be even and unused by every member (the caller's agreement
     /// guarantees it); this process must be a member.

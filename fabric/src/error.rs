@@ -65,6 +65,9 @@ pub enum FabricError {
     /// Invalid configuration value.
     #[error("invalid libfabric transport configuration: {0}")]
     Config(String),
+    /// libfabric itself could not be loaded (the loader's reason).
+    #[error("{0}")]
+    Library(String),
 }
 
 impl FabricError {
@@ -87,6 +90,7 @@ impl FabricError {
             FabricError::MrBind { .. } => "fi_mr_bind",
             FabricError::Recv { .. } => "fi_trecv",
             FabricError::Config(_) => "config",
+            FabricError::Library(_) => "dlopen",
         }
     }
 }

@@ -84,6 +84,7 @@ fn strdup(s: &str) -> Result<*mut std::os::raw::c_char, FabricError> {
 impl Info {
     /// `fi_getinfo(hints)`. "No match" (`-FI_ENODATA`) is an empty list, not an error.
     pub fn get(hints: Option<&Hints>) -> Result<Info, FabricError> {
+        library::load().map_err(FabricError::Library)?;
         let mut out: *mut sys::fi_info = ptr::null_mut();
         let h = hints.map_or(ptr::null_mut(), |h| h.0.raw);
         let api = library::api_version();
@@ -240,6 +241,7 @@ pub struct Hints(Info);
 impl Hints {
     /// Empty hints.
     pub fn new() -> Result<Hints, FabricError> {
+        library::load().map_err(FabricError::Library)?;
         // SAFETY: fi_dupinfo(NULL) allocates a zeroed fi_info with all attribute structs.
         let p = unsafe { sys::fi_dupinfo(ptr::null()) };
         if p.is_null() {

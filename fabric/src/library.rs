@@ -38,10 +38,17 @@ pub fn api_version_pair() -> (u32, u32) {
     (sys::fi_major(v), sys::fi_minor(v))
 }
 
+/// Load libfabric (`libfabric.so.1`, found as the dynamic loader finds libraries) unless it
+/// is loaded already: weft does not link it, so a process that never opens the network
+/// transport never loads it. The loader's error when it cannot be loaded.
+pub fn load() -> Result<(), String> {
+    sys::load()
+}
+
 /// Path of the libfabric shared object this process loaded (`dladdr` on `fi_version`),
-/// resolved to the real file; `None` if the loader cannot tell (a static link).
+/// resolved to the real file; `None` if it could not be loaded or the loader cannot tell.
 pub fn path() -> Option<PathBuf> {
-    let f: unsafe extern "C" fn() -> u32 = sys::fi_version;
+    let f = sys::loaded_fi_version()?;
     // SAFETY: `Dl_info` is plain data (pointers and addresses); all-zero is a valid value
     // that dladdr overwrites.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };

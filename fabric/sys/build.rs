@@ -1,4 +1,6 @@
-//! Generates weft-fabric-sys's bindings to the system libfabric (≥ 1.17) and links it.
+//! Generates weft-fabric-sys's bindings to the system libfabric (≥ 1.17). The library is not
+//! linked: the crate loads it when first needed (`src/dynamic.rs`), at the symbol versions
+//! this script reads from the library it built against.
 //!
 //! libfabric's data path (`fi_tsend`, `fi_read`, `fi_cq_read`, `fi_close`, ...) is made of
 //! `static inline` functions that dispatch through the provider's ops tables, so there is no
@@ -9,16 +11,14 @@
 use std::env;
 use std::path::PathBuf;
 
-/// Functions used by weft-fabric: exported ones and `static inline` ones (wrapped).
+/// Functions libfabric.so.1 exports that weft-fabric uses: resolved at run time
+/// (`src/dynamic.rs`), not bound by bindgen; this script records their symbol versions.
+const EXPORTED: &[&str] =
+    &["fi_getinfo", "fi_freeinfo", "fi_dupinfo", "fi_fabric", "fi_strerror", "fi_version"];
+
+/// `static inline` functions weft-fabric uses (wrapped).
 const FUNCTIONS: &[&str] = &[
-    // exported by libfabric.so.1
-    "fi_getinfo",
-    "fi_freeinfo",
-    "fi_dupinfo",
-    "fi_fabric",
-    "fi_strerror",
-    "fi_version",
-    // static inline: object setup and teardown
+    // object setup and teardown
     "fi_close",
     "fi_domain",
     "fi_av_open",
@@ -34,7 +34,7 @@ const FUNCTIONS: &[&str] = &[
     "fi_mr_desc",
     "fi_mr_bind",
     "fi_mr_enable",
-    // static inline: data path
+    // data path
     "fi_tsend",
     "fi_tinject",
     "fi_trecv",
@@ -103,9 +103,15 @@ fn main() {
     println!("cargo:rerun-if-changed=wrapper.h");
     println!("cargo:rerun-if-changed=build.rs");
 
-    let lib = pkg_config::Config::new().atleast_version("1.17").probe("libfabric").unwrap_or_else(|e| {
-        panic!("weft-fabric-sys needs libfabric >= 1.17 (Debian: apt-get install libfabric-dev): {e}")
-    });
+    // Headers only: no `rustc-link-lib`, the library is loaded at run time.
+    let lib = pkg_config::Config::new()
+        .atleast_version("1.17")
+        .cargo_metadata(false)
+        .probe("libfabric")
+        .unwrap_or_else(|e| {
+            panic!("weft-fabric-sys needs libfabric >= 1.17 (Debian: apt-get install libfabric-dev): {e}")
+        });
+    symbol_versions(&lib.link_paths);
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR set by cargo"));
     let wrappers = out.join("fi_static");
     let header = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo")).join("wrapper.h");
@@ -142,7 +148,32 @@ fn main() {
         cc.include(inc);
     }
     cc.compile("weft_fi_static");
-    // pkg-config already emitted `rustc-link-lib=fabric`; the static wrapper library must
-    // come before it on the link line, which `cc` arranges (it is emitted after probing, but
-    // static archives are searched in order of appearance with libfabric being a dylib).
+}
+
+/// Record, as `WEFT_FI_SYMVER_<function>` for the crate, the default symbol version (`@@`)
+/// of each of [`EXPORTED`] in the libfabric built against: the version a link would bind,
+/// whose `fi_info` layout is that of these headers. A function whose version cannot be read
+/// (no `nm`, a library without versions) is resolved at its default version at run time.
+fn symbol_versions(link_paths: &[PathBuf]) {
+    let from_paths = link_paths.iter().map(|d| d.join("libfabric.so")).find(|p| p.exists());
+    let path = from_paths.or_else(|| {
+        let cc = cc::Build::new().get_compiler();
+        let out = cc.to_command().arg("-print-file-name=libfabric.so").output().ok()?;
+        let p = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+        p.is_absolute().then_some(p)
+    });
+    let Some(path) = path else { return };
+    println!("cargo:rerun-if-changed={}", path.display());
+    let Ok(out) = std::process::Command::new("nm").args(["-D", "--with-symbol-versions"]).arg(&path).output()
+    else {
+        return;
+    };
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(sym) = line.split_whitespace().nth(2) else { continue };
+        if let Some((name, ver)) = sym.split_once("@@") {
+            if EXPORTED.contains(&name) {
+                println!("cargo:rustc-env=WEFT_FI_SYMVER_{name}={ver}");
+            }
+        }
+    }
 }

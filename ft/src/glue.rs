@@ -203,7 +203,9 @@ struct Glue {
     /// Action buffer handed to the state machines, reused for every call.
     acts: Vec<agree::Action>,
     parked: Vec<(u32, u8, Vec<u8>)>,
-    parked_at: u32,
+    /// The engine's count of installed communicators when the parked messages were last
+    /// retried: a new communicator may be the one they wait for.
+    parked_at: u64,
     pool: CtxPool,
     det: Option<Detector>,
     stats: FtStats,
@@ -598,7 +600,7 @@ impl Glue {
         };
         if !live {
             self.forget(ctx);
-            return if ctx >= e.next_ctx() { Ok(false) } else { Err(()) };
+            return if e.ctx_may_come(ctx) { Ok(false) } else { Err(()) };
         }
         if self.comms[&ctx].epoch != epoch {
             return Err(());
@@ -653,7 +655,7 @@ impl Glue {
     /// A revoke message from world rank `peer` for `(ctx, epoch)`.
     fn on_revoke(&mut self, e: &mut Ext, peer: u32, ctx: u32, epoch: u32, p: &[u8]) {
         let Some((c, ep)) = self.live_comm(e, ctx) else {
-            if ctx >= e.next_ctx() {
+            if e.ctx_may_come(ctx) {
                 // For a communicator this process will create soon.
                 self.park(peer, class::REVOKE, p);
             } else {
@@ -908,8 +910,8 @@ impl Glue {
                 self.apply_det(e, acts);
             }
         }
-        if !self.parked.is_empty() && e.next_ctx() != self.parked_at {
-            self.parked_at = e.next_ctx();
+        if !self.parked.is_empty() && e.comms_installed() != self.parked_at {
+            self.parked_at = e.comms_installed();
             for (peer, cls, p) in std::mem::take(&mut self.parked) {
                 self.on_message(e, peer, cls, &p);
             }

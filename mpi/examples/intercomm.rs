@@ -1,7 +1,8 @@
 //! Intercommunicators through the MPI library: the even and odd ranks of the world form two
 //! groups, joined by `MPI_Intercomm_create`; point-to-point addresses the remote group (with
 //! statuses in remote ranks, wildcard receives included), agreement spans both groups, merge
-//! orders the low group first, and a revoke by one process interrupts a wildcard receive at every
+//! orders the low group first, a non-blocking duplicate (`MPI_Comm_idup`) is an
+//! intercommunicator of the same groups, and a revoke by one process interrupts a wildcard receive at every
 //! process of both groups. Exits non-zero on the first wrong result; run under
 //! `weft-run -n N` (N >= 2).
 
@@ -80,6 +81,19 @@ fn main() {
         let mut f: c_int = if rank == 0 { 0b01 } else { 0b11 };
         check(mpi_abi::MPIX_Comm_agree(inter, &mut f) == MPI_SUCCESS, "agree");
         check(f == 0b01, "agree ANDs both groups");
+
+        // A non-blocking duplicate: the same two groups, its own context.
+        let (mut dup, mut dreq) = (MPI_COMM_NULL, MPI_REQUEST_NULL);
+        check(MPI_Comm_idup(inter, &mut dup, &mut dreq) == MPI_SUCCESS, "idup");
+        check(MPI_Wait(&mut dreq, null_mut()) == MPI_SUCCESS, "idup's wait");
+        let (mut dflag, mut drsize) = (0, -1);
+        MPI_Comm_test_inter(dup, &mut dflag);
+        MPI_Comm_remote_size(dup, &mut drsize);
+        check(dflag == 1 && drsize == rsize, "the duplicate is an intercommunicator of the same groups");
+        let mut g: c_int = if rank == 1 { 0b10 } else { 0b11 };
+        check(mpi_abi::MPIX_Comm_agree(dup, &mut g) == MPI_SUCCESS, "agree on the duplicate");
+        check(g == 0b10, "agree on the duplicate ANDs both groups");
+        MPI_Comm_free(&mut dup);
 
         // Merge: the group passing high = 0 (evens) first.
         let mut merged = MPI_COMM_NULL;

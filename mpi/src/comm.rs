@@ -14,7 +14,7 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{looks_like, Kind, Table};
 use crate::info::Info;
-use crate::request::{empty_status, Req};
+use crate::request::{After, Req};
 use crate::state::{call, Mpi, On};
 use crate::topo::Topology;
 use crate::{export, put};
@@ -185,35 +185,87 @@ export! {
     }
 }
 
+/// What a duplicate takes from its communicator besides the core communicator: the
+/// intercommunicator's groups, the topology's shape, the copied attributes and the hints.
+struct DupParts {
+    inter: Option<crate::intercomm::Inter>,
+    shape: Option<crate::topo::Shape>,
+    attrs: HashMap<c_int, usize>,
+    info: Info,
+}
+
 impl Mpi {
+    /// What a duplicate of `comm` with hints `info` takes from it (the attribute copy
+    /// callbacks run here).
+    fn dup_parts(&self, comm: MPI_Comm, info: Info) -> MpiResult<DupParts> {
+        let (inter, shape) = {
+            let comms = self.comms.borrow();
+            let c = comms.get(comm).ok_or_else(|| invalid(comm))?;
+            (c.inter, c.topo.as_ref().map(|t| t.shape.clone()))
+        };
+        let attrs = self.copy_comm_attrs(comm)?;
+        Ok(DupParts { inter, shape, attrs, info })
+    }
+
+    /// The handle of a duplicate of `comm` on core communicator `id`, with the topology's
+    /// hidden communicator `hidden` when `comm` has a topology.
+    fn install_dup(
+        &self,
+        comm: MPI_Comm,
+        id: CommId,
+        hidden: Option<CommId>,
+        parts: DupParts,
+    ) -> MpiResult<MPI_Comm> {
+        let h = self.new_comm(comm, id);
+        let mut comms = self.comms.borrow_mut();
+        let c = comms.get_mut(h).ok_or_else(|| invalid(h))?;
+        c.attrs = parts.attrs;
+        c.info = parts.info;
+        c.inter = parts.inter;
+        c.topo = parts.shape.zip(hidden).map(|(shape, hidden)| Rc::new(Topology { shape, hidden }));
+        Ok(h)
+    }
+
     /// Duplicate `comm` (collective): a new communicator with the same group (both groups of an
     /// intercommunicator), error handler, topology, copied attributes, and `info` as its hints.
     pub(crate) fn dup_comm(&self, comm: MPI_Comm, info: Info) -> MpiResult<MPI_Comm> {
         let id = self.core.comm_dup(self.comm(comm)?)?;
-        let (topo, inter) = {
-            let comms = self.comms.borrow();
-            let c = comms.get(comm);
-            (c.and_then(|c| c.topo.clone()), c.and_then(|c| c.inter))
-        };
-        let topo = match topo {
-            Some(t) => Some(Rc::new(t.dup(self)?)),
+        let hidden = match self.comms.borrow().get(comm).and_then(|c| c.topo.clone()) {
+            Some(t) => Some(self.core.comm_dup(t.hidden)?),
             None => None,
         };
-        let h = self.new_comm(comm, id);
-        let attrs = match self.copy_comm_attrs(comm) {
-            Ok(a) => a,
+        let parts = match self.dup_parts(comm, info) {
+            Ok(p) => p,
             Err(e) => {
-                self.drop_comm(h)?;
+                for c in std::iter::once(id).chain(hidden) {
+                    self.core.comm_free(c)?;
+                }
                 return Err(e);
             }
         };
-        let mut comms = self.comms.borrow_mut();
-        let c = comms.get_mut(h).ok_or_else(|| invalid(h))?;
-        c.attrs = attrs;
-        c.info = info;
-        c.topo = topo;
-        c.inter = inter;
-        Ok(h)
+        self.install_dup(comm, id, hidden, parts)
+    }
+
+    /// Start duplicating `comm` without waiting for its other members (`MPI_Comm_idup`): the
+    /// attributes are copied now; the request's completion installs the duplicate and writes
+    /// its handle to `newcomm`, which the application keeps valid until then.
+    fn idup_comm(&self, comm: MPI_Comm, info: Info, newcomm: *mut MPI_Comm) -> MpiResult<MPI_Request> {
+        let id = self.comm(comm)?;
+        let parts = self.dup_parts(comm, info)?;
+        let comms = if parts.shape.is_some() { 2 } else { 1 };
+        // A start that fails drops the copied attribute values without delete callbacks: no
+        // communicator ever held them.
+        let pending = self.core.comm_idup_start(id, comms)?;
+        let req = pending.request();
+        let install = move |m: &Mpi| -> MpiResult {
+            let ids = m.core.comm_idup_finish(pending)?;
+            let h = m.install_dup(comm, ids[0], ids.get(1).copied(), parts)?;
+            // SAFETY: the application keeps `newcomm` valid until the request completes (the
+            // standard's rule for a non-blocking call's output arguments); checked non-null.
+            unsafe { *newcomm = h };
+            Ok(())
+        };
+        Ok(self.reqs.borrow_mut().insert(Req::Core { id: req, comm, after: After::Run(Box::new(install)) }))
     }
 
     /// Free created communicator `h`: its attributes (delete callbacks), its topology's
@@ -266,23 +318,32 @@ export! {
 }
 
 export! {
-    /// `MPI_Comm_idup`: weft duplicates at the call (blocking until every member has called)
-    /// and returns a request that is already complete. A program that makes a member's call
-    /// depend on a message another member sends only after its own `MPI_Comm_idup` deadlocks.
+    /// `MPI_Comm_idup`: a non-blocking duplication; `*newcomm` is the new communicator once
+    /// the request completed (the call returns before the other members have called it).
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) {
         call("MPI_Comm_idup", On::Comm(comm), |m| {
             if newcomm.is_null() || request.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` or `request` is NULL"));
             }
-            let info = m.comms.borrow().get(comm).map(|c| c.info.clone()).unwrap_or_default();
-            let h = m.dup_comm(comm, info)?;
-            let r = m.reqs.borrow_mut().insert(Req::Done { status: empty_status(), comm });
+            let info = m.comms.borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
+            let r = m.idup_comm(comm, info, newcomm)?;
             // SAFETY: checked non-null above.
-            unsafe {
-                *newcomm = h;
-                *request = r;
+            unsafe { put(request, r, "request") }
+        })
+    }
+}
+
+export! {
+    /// `MPI_Comm_idup_with_info`: as `MPI_Comm_idup`, with `info` as the new hints.
+    fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) {
+        call("MPI_Comm_idup_with_info", On::Comm(comm), |m| {
+            if newcomm.is_null() || request.is_null() {
+                return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` or `request` is NULL"));
             }
-            Ok(())
+            let i = m.info_or_empty(info)?;
+            let r = m.idup_comm(comm, i, newcomm)?;
+            // SAFETY: checked non-null above.
+            unsafe { put(request, r, "request") }
         })
     }
 }

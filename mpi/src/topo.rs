@@ -38,14 +38,6 @@ pub(crate) struct Topology {
     pub(crate) hidden: CommId,
 }
 
-impl Topology {
-    /// The same topology over a new hidden duplicate (`MPI_Comm_dup` of a topology
-    /// communicator; collective).
-    pub(crate) fn dup(&self, m: &Mpi) -> MpiResult<Topology> {
-        Ok(Topology { shape: self.shape.clone(), hidden: m.core.comm_dup(self.hidden)? })
-    }
-}
-
 /// The coordinates of `rank` in a grid of `dims` (row-major).
 fn coords_of(dims: &[c_int], mut rank: c_int) -> Vec<c_int> {
     let mut c = vec![0; dims.len()];

@@ -62,10 +62,16 @@ fn run2(exe: &PathBuf) -> Vec<String> {
 
 /// As [`run2`], with `envs` set for the launcher and its ranks.
 fn run2_with(exe: &PathBuf, envs: &[(&str, &str)]) -> Vec<String> {
+    run_on(2, &[], exe, envs)
+}
+
+/// Run under `weft-run -n <n>` with `launcher` options and `envs`; the job must succeed. The
+/// sorted stdout lines.
+fn run_on(n: u32, launcher: &[&str], exe: &PathBuf, envs: &[(&str, &str)]) -> Vec<String> {
     common::weft_run();
-    let out = common::weft_job(2, exe, &[], envs, JOB_SECS);
+    let out = common::weft_job_on(n, launcher, exe, &[], envs, JOB_SECS);
     let (stdout, stderr) = common::text(&out);
-    assert!(out.status.success(), "{} failed: {stderr}\nstdout:\n{stdout}", exe.display());
+    assert!(out.status.success(), "{} {launcher:?} failed: {stderr}\nstdout:\n{stdout}", exe.display());
     let mut lines: Vec<String> = stdout.lines().map(str::to_string).collect();
     lines.sort();
     lines
@@ -78,13 +84,8 @@ fn run2_with(exe: &PathBuf, envs: &[(&str, &str)]) -> Vec<String> {
 #[test]
 fn spawn_exchange_merge_and_reduce() {
     let exe = build(&[&weft_mpicc()], "spawn", "weft");
-    common::weft_run();
-    let out = common::weft_job_on(2, &["--universe-size", "4"], &exe, &[], &[], JOB_SECS);
-    let (stdout, stderr) = common::text(&out);
-    assert!(out.status.success(), "spawn failed: {stderr}\nstdout:\n{stdout}");
-    let mut lines: Vec<&str> = stdout.lines().collect();
-    lines.sort();
-    assert_eq!(lines.len(), 5, "{stdout}");
+    let lines = run_on(2, &["--universe-size", "4"], &exe, &[]);
+    assert_eq!(lines.len(), 5, "{lines:?}");
     assert_eq!(
         lines[..4],
         [
@@ -141,6 +142,28 @@ fn a_spawned_process_failure_reaches_parents_and_siblings() {
         failed[0].starts_with("weft-run: rank 3 ") && failed[0].ends_with("killed by signal 9 (SIGKILL)"),
         "{stderr}"
     );
+}
+
+/// `MPI_Comm_idup` does not complete at the call: rank 0 sends to rank 1 between its idup and
+/// its wait, rank 1 receives that message before its own idup (a blocking idup deadlocks,
+/// which the job's timeout ends); the duplicates, several pending at once and completed in
+/// reverse order, each get their own context.
+#[test]
+fn comm_idup_completes_after_the_call() {
+    let exe = build(&[&weft_mpicc()], "idup", "weft");
+    assert_eq!(run2(&exe), ["idup ok rank 0", "idup ok rank 1"]);
+    assert_eq!(run_on(3, &[], &exe, &[]), ["idup ok rank 0", "idup ok rank 1", "idup ok rank 2"]);
+}
+
+/// weft does not link libfabric: a job on one host never loads it (nor the provider libraries
+/// it links, whose constructors cost ≈100 ms each at every process start), and a job across
+/// virtual nodes loads it for the network transport and runs.
+#[test]
+fn libfabric_is_loaded_only_for_the_network_transport() {
+    let exe = build(&[&weft_mpicc()], "fabric_loaded", "weft");
+    assert_eq!(run2(&exe), ["rank 0 libfabric not loaded", "rank 1 libfabric not loaded"]);
+    let across = run_on(2, &["--nodes", "2"], &exe, &[]);
+    assert_eq!(across, ["rank 0 libfabric loaded", "rank 1 libfabric loaded"]);
 }
 
 #[test]

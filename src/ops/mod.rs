@@ -25,11 +25,13 @@ use crate::{Config, Error, Result};
 
 mod coll;
 mod comm;
+mod comm_idup;
 mod dgrp;
 mod ft;
 mod p2p;
 mod spawn;
 
+pub use comm_idup::{PendingDup, WINDOW as IDUP_CTX_WINDOW};
 pub use spawn::Spawned;
 pub use weft_pmix::universe::SpawnRequest;
 

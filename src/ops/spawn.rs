@@ -64,6 +64,12 @@ impl OpsCore {
         let children: Vec<u32> = (job.base..job.base + job.size).collect();
         let me = group[me_rank as usize];
         let mut e = self.eng()?;
+        // The children share the host: spinning while they and the runtime need cores stalls
+        // both (a parent's first exchanges with its child took milliseconds at 2 ranks on 2
+        // cores, 50 µs when yielding).
+        if let Some(mode) = crate::init::grown_universe_progress(&self.cfg, job.base + job.size) {
+            e.set_progress_mode(mode);
+        }
         crate::bridge::connect(&self.cfg, &self.rt, &mut e, me, &group, &children, job.base)?;
         let union: Vec<u32> = group.iter().chain(&children).copied().collect();
         let id = e.ext().comm_create_agreed(ctx, union)?;

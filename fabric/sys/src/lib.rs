@@ -3,7 +3,10 @@
 //!
 //! libfabric's data-path calls are `static inline` in its headers; bindgen's `wrap_static_fns`
 //! turns each into an exported C wrapper (compiled by `build.rs`), so `fi_tsend`, `fi_read`,
-//! `fi_cq_read`, `fi_close`, ... are callable from Rust under their usual names.
+//! `fi_cq_read`, `fi_close`, ... are callable from Rust under their usual names. The functions
+//! the library exports (`fi_getinfo`, `fi_fabric`, ...) are resolved when first called
+//! (`dynamic.rs`): the library is not linked, and a process that never calls them never loads
+//! it.
 //!
 //! Everything here is `unsafe` and follows libfabric's own contracts (see the `fi_*(3)` man
 //! pages). The safe layer is the `weft-fabric` crate.
@@ -12,6 +15,11 @@
 #![allow(clippy::all)]
 
 include!(concat!(env!("OUT_DIR"), "/fi_bindings.rs"));
+
+mod dynamic;
+pub use dynamic::{
+    fi_dupinfo, fi_fabric, fi_freeinfo, fi_getinfo, fi_strerror, fi_version, load, loaded_fi_version, LIBRARY,
+};
 
 /// `FI_ADDR_UNSPEC` (`((uint64_t) -1)`, a cast bindgen cannot evaluate).
 pub const FI_ADDR_UNSPEC: fi_addr_t = u64::MAX;
