@@ -58,24 +58,24 @@ pub(crate) struct Resolved {
 
 impl Resolved {
     /// Fill in `spec` (made for this call's kind and element type) for a call on `send` and
-    /// `recv` (a broadcast's buffer is `recv`).
+    /// `recv` (a broadcast's buffer is `recv`), all but its operation.
     #[inline(always)]
     pub(crate) fn fill(&self, spec: &mut Spec, send: *const c_void, recv: *mut c_void) {
         spec.count = self.count;
-        spec.op = self.op.clone();
         spec.root = self.root;
         spec.send = send.cast();
         spec.recv = if self.out_here { recv.cast() } else { std::ptr::null_mut() };
     }
 
     /// Run (or start) the call on `send` and `recv` ([`Mpi::exec_direct`]), its spec built in
-    /// this frame (a spec moved between frames is a copy of it).
+    /// this frame (a spec moved between frames is a copy of it) and given this entry's
+    /// operation (taken, not cloned).
     ///
     /// # Safety
     /// The application keeps its buffers valid until the collective completes.
     #[inline(always)]
     pub(crate) unsafe fn exec(
-        &self,
+        self,
         m: &Mpi,
         kind: Kind,
         comm: MPI_Comm,
@@ -85,6 +85,7 @@ impl Resolved {
     ) -> MpiResult {
         let mut spec = Spec::new(kind, self.dtype);
         self.fill(&mut spec, send, recv);
+        spec.op = self.op;
         // SAFETY: forwarded contract.
         unsafe { m.exec_direct(self.c, comm, &mut spec, mode) }
     }

@@ -141,6 +141,7 @@ fn reduce(
         let res = Resolved { c, dtype: r.dtype, op: Some(r.op), count, root, out_here };
         let mut spec = Spec::new(kind, r.dtype);
         res.fill(&mut spec, if in_place(sbuf) { rbuf.cast_const() } else { sbuf }, rbuf);
+        spec.op = res.op;
         // SAFETY: the application keeps its buffers valid until the collective completes.
         return unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) };
     }
