@@ -20,9 +20,8 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 
-use weft_coll::{DType, Kind, Op, Spec};
-
 use weft::ops::CommId;
+use weft_coll::{DType, Kind, Op, Spec};
 
 use crate::abi::*;
 use crate::coll::Mode;
