@@ -10,10 +10,15 @@ pub(crate) fn build(c: &BuildContext, alg: Alg) -> Schedule {
     let mut b = ScheduleBuilder::new();
     let len = c.count * c.es;
     let data = Region::new(Buf::Recv, 0, len);
-    b.copy(Region::new(Buf::Send, 0, len), data);
+    let send = Region::new(Buf::Send, 0, len);
+    if alg == Alg::RecDbl {
+        // Sends `send` itself in its first exchange (no round of its own for the copy).
+        recdbl::allreduce_from(&mut b, c.rank, c.n, send, data);
+        return b.finish();
+    }
+    b.copy(send, data);
     b.next();
     match alg {
-        Alg::RecDbl => recdbl::allreduce(&mut b, c.rank, c.n, data),
         Alg::Ring => {
             let blocks = ring::even_blocks(c.count, c.n, c.es);
             ring::reduce_scatter(&mut b, c.rank, c.n, Buf::Recv, &blocks);

@@ -74,6 +74,34 @@ pub fn allreduce(b: &mut ScheduleBuilder, rank: u32, n: u32, data: Region) {
     fold_out(b, rank, rem, data);
 }
 
+/// Allreduce of `send` into `data` by recursive doubling. When no rank folds (`n` a power of
+/// two), the first exchange sends `send` itself and the copy into `data` runs among that
+/// round's local steps, before its reduction: the first message then leaves at once instead
+/// of after a round of its own that only copies (at 2 ranks that round was a third of the
+/// run's steps). Otherwise `send` is copied into `data` first and [`allreduce`] runs on it.
+pub fn allreduce_from(b: &mut ScheduleBuilder, rank: u32, n: u32, send: Region, data: Region) {
+    let (p, rem) = fold(n);
+    if rem > 0 || p < 2 {
+        b.copy(send, data);
+        b.next();
+        allreduce(b, rank, n, data);
+        return;
+    }
+    let t = b.tmp(data.len);
+    let mut mask = 1;
+    while mask < p {
+        let dst = rank ^ mask;
+        b.send(dst, if mask == 1 { send } else { data });
+        b.recv(dst, t);
+        if mask == 1 {
+            b.copy(send, data);
+        }
+        b.reduce(t, data, dst < rank);
+        b.next();
+        mask <<= 1;
+    }
+}
+
 /// Allgather by recursive doubling (n a power of two): block i of `blk` bytes at offset
 /// `i·blk` of `base`; this rank's block is in place.
 pub fn allgather(b: &mut ScheduleBuilder, rank: u32, n: u32, base: Region, blk: usize) {

@@ -273,6 +273,7 @@ impl Mpi {
     pub(crate) fn drop_comm(&self, h: MPI_Comm) -> MpiResult {
         let deleted = self.delete_comm_attrs(h);
         let c = self.comms.borrow_mut().remove(h).ok_or_else(|| invalid(h))?;
+        self.shortcuts.clear();
         if let Some(t) = &c.topo {
             self.core.comm_free(t.hidden)?;
         }

@@ -100,7 +100,7 @@ fn in_status(e: MpiErr, statuses: *mut MPI_Status) -> MpiErr {
     if statuses.is_null() {
         e
     } else {
-        MpiErr { class: MPI_ERR_IN_STATUS, ..e }
+        e.with_class(MPI_ERR_IN_STATUS)
     }
 }
 

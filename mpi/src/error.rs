@@ -22,9 +22,15 @@ pub const MPIX_ERR_REVOKED: c_int = 103;
 /// First value of the classes and codes an application adds (`MPI_Add_error_class`).
 pub(crate) const FIRST_USER_CLASS: c_int = 200;
 
-/// The error of one MPI call: its class and what went wrong.
+/// The error of one MPI call: its class and what went wrong. Boxed, so that an
+/// [`MpiResult`] is one pointer (null for success) that every call returns in a register; the
+/// error path alone pays for the allocation.
 #[derive(Debug, Clone)]
-pub(crate) struct MpiErr {
+pub(crate) struct MpiErr(Box<ErrInfo>);
+
+/// What an [`MpiErr`] holds.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrInfo {
     pub(crate) class: c_int,
     pub(crate) msg: String,
     /// The communicator whose error handler applies, when it is not the one the call named
@@ -35,14 +41,29 @@ pub(crate) struct MpiErr {
 pub(crate) type MpiResult<T = ()> = std::result::Result<T, MpiErr>;
 
 impl MpiErr {
+    #[cold]
     pub(crate) fn new(class: c_int, msg: impl Into<String>) -> MpiErr {
-        MpiErr { class, msg: msg.into(), comm: None }
+        MpiErr(Box::new(ErrInfo { class, msg: msg.into(), comm: None }))
     }
 
     /// Raise this error on communicator `c`'s handler.
     pub(crate) fn on(mut self, c: MPI_Comm) -> MpiErr {
-        self.comm = Some(c);
+        self.0.comm = Some(c);
         self
+    }
+
+    /// The same error under another class.
+    pub(crate) fn with_class(mut self, class: c_int) -> MpiErr {
+        self.0.class = class;
+        self
+    }
+}
+
+impl std::ops::Deref for MpiErr {
+    type Target = ErrInfo;
+
+    fn deref(&self) -> &ErrInfo {
+        &self.0
     }
 }
 
@@ -55,6 +76,7 @@ macro_rules! err {
 pub(crate) use err;
 
 impl From<EngineError> for MpiErr {
+    #[cold]
     fn from(e: EngineError) -> MpiErr {
         let class = match &e {
             EngineError::InvalidRank { .. } => MPI_ERR_RANK,
@@ -74,6 +96,7 @@ impl From<EngineError> for MpiErr {
 }
 
 impl From<Error> for MpiErr {
+    #[cold]
     fn from(e: Error) -> MpiErr {
         match e {
             Error::Engine(e) => e.into(),

@@ -44,6 +44,7 @@ mod p2p;
 mod persistent;
 mod profiling;
 mod request;
+mod shortcut;
 mod spawn;
 mod state;
 mod status;

@@ -9,6 +9,7 @@
 use std::ffi::{c_int, c_void};
 
 use weft::ops::{CommId, ReqId};
+use weft::EngineError;
 
 use crate::abi::*;
 use crate::datatype::Span;
@@ -111,14 +112,26 @@ impl Mpi {
         count: MPI_Count,
         dt: MPI_Datatype,
     ) -> Option<(CommId, usize)> {
-        let (size, _) = self.types.borrow().dense(dt)?;
+        let (id, size) = match self.shortcuts.peer(comm, dt) {
+            Some(hit) => hit,
+            None => self.resolve_direct(comm, dt)?,
+        };
         let n = size.checked_mul(usize::try_from(count).ok()?)?;
         if n > 0 && buf.is_null() {
             return None;
         }
+        Some((id, n))
+    }
+
+    /// [`Mpi::direct`] without a shortcut: the core communicator of intracommunicator `comm`
+    /// and the size of dense committed type `dt`, which become the shortcut.
+    #[cold]
+    fn resolve_direct(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
+        let (size, _) = self.types.borrow().dense(dt)?;
         let comms = self.comms.borrow();
-        let c = comms.get(comm)?;
-        c.inter.is_none().then_some((c.id, n))
+        let c = comms.get(comm).filter(|c| c.inter.is_none())?;
+        self.shortcuts.keep_peer(comm, dt, c.id, size);
+        Some((c.id, size))
     }
 
     /// Start a send of `count` elements of `dt` at `buf`; the core request and what to keep
@@ -348,11 +361,15 @@ unsafe fn recv_body(
                 // SAFETY: the application's buffer of `n` bytes (its count and type),
                 // non-null when `n > 0`.
                 let s = unsafe { bytes_mut(buf, n) };
-                let r = m.core.recv(c, s, source, recv_tag(tag)?);
-                let (st, e) = request::finish(m, r, After::Nothing)?;
-                // SAFETY: status pointer from the caller.
-                unsafe { request::store(status, st) };
-                return e.map_or(Ok(()), Err);
+                return match m.core.recv(c, s, source, recv_tag(tag)?) {
+                    Ok(st) => {
+                        // SAFETY: status pointer from the caller.
+                        unsafe { request::store(status, request::status_of(&st, MPI_SUCCESS)) };
+                        Ok(())
+                    }
+                    // SAFETY: forwarded contract.
+                    Err(x) => unsafe { recv_failed(m, x, status) },
+                };
             }
         }
         if source == MPI_PROC_NULL {
@@ -384,6 +401,18 @@ unsafe fn recv_body(
         unsafe { request::store(status, st) };
         e.map_or(Ok(()), Err)
     })
+}
+
+/// A blocking receive on the direct path failed with `x`: its status and error.
+///
+/// # Safety
+/// `status` is the caller's `MPI_Status` pointer (or null / `MPI_STATUS_IGNORE`).
+#[cold]
+unsafe fn recv_failed(m: &Mpi, x: EngineError, status: *mut MPI_Status) -> MpiResult {
+    let (st, e) = request::finish(m, Err(x), After::Nothing)?;
+    // SAFETY: forwarded contract.
+    unsafe { request::store(status, st) };
+    e.map_or(Ok(()), Err)
 }
 
 export! {

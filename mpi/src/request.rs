@@ -571,7 +571,7 @@ export! {
             match failed {
                 None => Ok(()),
                 Some(e) if statuses.is_null() => Err(e),
-                Some(e) => Err(MpiErr::new(MPI_ERR_IN_STATUS, e.msg)),
+                Some(e) => Err(MpiErr::new(MPI_ERR_IN_STATUS, e.msg.clone())),
             }
         })
     }

@@ -51,6 +51,8 @@ pub(crate) struct Mpi {
     pub(crate) last_error: RefCell<Option<MpiErr>>,
     /// What `MPI_Comm_get_parent` returns.
     pub(crate) parent: crate::spawn::Parent,
+    /// The resolved arguments of the last direct calls.
+    pub(crate) shortcuts: crate::shortcut::Shortcuts,
 }
 
 /// The instance as a static: shared between threads only as the thread model above allows

@@ -15,8 +15,9 @@ use super::{count_of, counts_at, in_place, launch, root_in, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::op::{fast_reduction, Reduction};
+use crate::op::fast_reduction;
 use crate::request::After;
+use crate::shortcut::{Args, Resolved};
 use crate::state::{call, Mpi, On};
 
 /// The shape of a reduction: which collective, and how many elements each rank receives.
@@ -48,44 +49,38 @@ fn whole_direct(
     mode: Mode,
 ) -> Option<MpiResult> {
     let place = in_place(sbuf);
-    if place && kind != Kind::Allreduce {
-        return None;
-    }
-    let count = usize::try_from(count).ok()?;
-    let (size, elem) = m.types.borrow().dense(dt)?;
-    let r = fast_reduction(op, size, elem)?;
-    let c = m.comm_ref(comm).ok().filter(|c| !c.inter)?;
-    let root = match kind {
-        Kind::Reduce => u32::try_from(root).ok().filter(|&x| x < c.size)?,
-        _ => 0,
+    let args = Args { kind, comm, dt, op, count, root, in_place: place };
+    let send = if place { rbuf.cast_const() } else { sbuf };
+    let r = match m.shortcuts.find(&args) {
+        Some(r) => r,
+        None => {
+            let r = resolve(m, &args)?;
+            m.shortcuts.keep(args, r.clone());
+            r
+        }
     };
-    let elems = count.checked_mul(r.per_elem)?;
-    let out_here = !(kind == Kind::Reduce && c.rank != root);
-    let mut spec = direct_spec(kind, r, elems, root, sbuf, rbuf, out_here);
     // SAFETY: the application keeps its buffers valid until the collective completes.
-    Some(unsafe { m.exec_direct(c, comm, &mut spec, mode) })
+    Some(unsafe { r.exec(m, kind, comm, send, rbuf, mode) })
 }
 
-/// The spec of a reduction the engine runs on the application's buffers as they are: `elems`
-/// engine elements of `r`'s type, the input in `rbuf` when `sbuf` is `MPI_IN_PLACE`
-/// (allreduce), and no output buffer unless `out_here`.
-#[inline(always)]
-fn direct_spec(
-    kind: Kind,
-    r: Reduction,
-    elems: usize,
-    root: u32,
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    out_here: bool,
-) -> Spec<'static> {
-    let mut spec = Spec::new(kind, r.dtype);
-    spec.count = elems;
-    spec.op = Some(r.op);
-    spec.root = root;
-    spec.send = if in_place(sbuf) { rbuf.cast_const().cast() } else { sbuf.cast() };
-    spec.recv = if out_here { rbuf.cast() } else { std::ptr::null_mut() };
-    spec
+/// What the arguments of a reduction resolve to on the direct path; `None` when the call is
+/// not one for it.
+#[cold]
+fn resolve(m: &Mpi, a: &Args) -> Option<Resolved> {
+    if a.in_place && a.kind != Kind::Allreduce {
+        return None;
+    }
+    let count = usize::try_from(a.count).ok()?;
+    let (size, elem) = m.types.borrow().dense(a.dt)?;
+    let r = fast_reduction(a.op, size, elem)?;
+    let c = m.comm_ref(a.comm).ok().filter(|c| !c.inter)?;
+    let root = match a.kind {
+        Kind::Reduce => u32::try_from(a.root).ok().filter(|&x| x < c.size)?,
+        _ => 0,
+    };
+    let out_here = !(a.kind == Kind::Reduce && c.rank != root);
+    let count = count.checked_mul(r.per_elem)?;
+    Some(Resolved { c, dtype: r.dtype, op: Some(r.op), count, root, out_here })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -141,8 +136,12 @@ fn reduce(
     if ty.dense() && kind != Kind::ReduceScatter && (!in_place(sbuf) || kind == Kind::Allreduce) {
         // Without staging (a user operation on a dense type): the engine reads and writes
         // the buffers as they are (allreduce in place included).
-        let elems = spec_count(r.per_elem);
-        let mut spec = direct_spec(kind, r, elems, root, sbuf, rbuf, output != 0);
+        let count = spec_count(r.per_elem);
+        let out_here = output != 0;
+        let res = Resolved { c, dtype: r.dtype, op: Some(r.op), count, root, out_here };
+        let mut spec = Spec::new(kind, r.dtype);
+        res.fill(&mut spec, if in_place(sbuf) { rbuf.cast_const() } else { sbuf }, rbuf);
+        spec.op = res.op;
         // SAFETY: the application keeps its buffers valid until the collective completes.
         return unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) };
     }

@@ -432,6 +432,7 @@ export! {
             // SAFETY: non-null, from the caller.
             let h = unsafe { *datatype };
             m.types.borrow_mut().free(h)?;
+            m.shortcuts.clear();
             // SAFETY: as above.
             unsafe { *datatype = MPI_DATATYPE_NULL };
             m.delete_type_attrs(h)

@@ -55,9 +55,39 @@ int main(int argc, char **argv)
     EXPECT(MPI_Send(buf, 1, (MPI_Datatype)(intptr_t)0x7fff1000, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
     EXPECT(MPI_Send(buf, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
     EXPECT(MPI_Allreduce(buf, buf + 2, -3, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_COUNT);
+
+    /* Handles freed after a successful call on them (which the library may remember). */
+    int size2, in[2] = {1, 2}, out[2] = {0, 0};
+    MPI_Comm_size(MPI_COMM_WORLD, &size2);
+    MPI_Comm used;
+    MPI_Comm_dup(MPI_COMM_WORLD, &used);
+    MPI_Comm_set_errhandler(used, eh);
+    MPI_Allreduce(in, out, 2, MPI_INT, MPI_SUM, used);
+    MPI_Bcast(out, 2, MPI_INT, 0, used);
+    if (size2 >= 2 && rank < 2)
+        EXPECT(rank == 0 ? MPI_Send(in, 2, MPI_INT, 1, 7, used)
+                         : MPI_Recv(out, 2, MPI_INT, 0, 7, used, MPI_STATUS_IGNORE),
+               MPI_SUCCESS);
+    MPI_Datatype two;
+    MPI_Type_contiguous(2, MPI_INT, &two);
+    MPI_Type_commit(&two);
+    MPI_Allreduce(in, out, 1, two, MPI_SUM, MPI_COMM_WORLD);
+    if (out[0] != size2 || out[1] != 2 * size2) {
+        printf("FAIL allreduce of a contiguous type: %d %d\n", out[0], out[1]);
+        fails++;
+    }
+    MPI_Comm stale = used;
+    MPI_Datatype stale_type = two;
+    MPI_Type_free(&two);
+    EXPECT(MPI_Allreduce(in, out, 1, stale_type, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    MPI_Comm_free(&used);
+    EXPECT(MPI_Allreduce(in, out, 2, MPI_INT, MPI_SUM, stale), MPI_ERR_COMM);
+    EXPECT(MPI_Bcast(out, 2, MPI_INT, 0, stale), MPI_ERR_COMM);
+    EXPECT(MPI_Send(in, 2, MPI_INT, 0, 7, stale), MPI_ERR_COMM);
+
     EXPECT(MPI_Send(buf, 1, MPI_INT, 99, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
-    if (calls != 8 || last_code != MPI_ERR_RANK) {
-        printf("FAIL the handler saw %d errors (last %d), want 8 (last MPI_ERR_RANK)\n", calls, last_code);
+    if (calls != 12 || last_code != MPI_ERR_RANK) {
+        printf("FAIL the handler saw %d errors (last %d), want 12 (last MPI_ERR_RANK)\n", calls, last_code);
         fails++;
     }
     MPI_Error_string(MPI_ERR_RANK, text, &len);
