@@ -259,14 +259,20 @@ impl Comm {
     }
 
     /// Blocking send of `buf` to `dst` with `tag` (0..=`MAX_TAG`).
+    #[inline]
     pub fn send(&self, buf: &[u8], dst: u32, tag: i32) -> Result<()> {
         Ok(self.core.send(self.id, buf, dst, tag)?)
     }
 
     /// Blocking receive from `src` (or [`crate::ANY_SOURCE`]) with `tag` (or
     /// [`crate::ANY_TAG`]). A message longer than `buf` completes with `Truncated`.
+    #[inline]
     pub fn recv(&self, buf: &mut [u8], src: i32, tag: i32) -> Result<Status> {
-        Ok(self.core.recv(self.id, buf, src, tag)?)
+        let st = self.core.recv(self.id, buf, src, tag)?;
+        // Field by field: the engine writes the status as two 8-byte stores, and a copy of
+        // the whole 16-byte status is one vector load that spans both and cannot be
+        // forwarded from them (a store-forwarding stall on every blocking receive).
+        Ok(Status { source: st.source, tag: st.tag, count: st.count })
     }
 
     pub(crate) fn same_instance(&self, s: &Scope<'_, '_>) -> Result<()> {
