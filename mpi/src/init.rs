@@ -52,7 +52,7 @@ fn init(level: c_int) -> MpiResult {
         finalized: Cell::new(false),
         last_error: RefCell::new(None),
         parent,
-        shortcuts: Default::default(),
+        shortcuts: crate::shortcut::Shortcuts::new(world),
     });
     Ok(())
 }

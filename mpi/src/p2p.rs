@@ -7,6 +7,7 @@
 //! core's wildcard.
 
 use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
 
 use weft::ops::{CommId, ReqId};
 use weft::EngineError;
@@ -16,7 +17,7 @@ use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::intercomm::remote_status;
 use crate::request::{self, After, Req, Unpack};
-use crate::state::{call, multiple, Mpi, On};
+use crate::state::{self, call, multiple, Mpi, On};
 use crate::{export, put};
 
 /// A receive tag as the core takes it: `MPI_ANY_TAG` is the wildcard, other negatives are bad.
@@ -123,11 +124,39 @@ impl Mpi {
         Some((id, n))
     }
 
+    /// [`Mpi::direct`] on a shortcut hit only (no lookup on a miss), as a call's lock-free
+    /// path takes it: the core communicator, the buffer (dangling but non-null when it is NULL
+    /// and no byte moves) and the byte count.
+    #[inline(always)]
+    fn direct_hit(
+        &self,
+        comm: MPI_Comm,
+        buf: *const c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+    ) -> Option<(CommId, NonNull<u8>, usize)> {
+        let (id, size) = self.shortcuts.peer(comm, dt)?;
+        if count < 0 {
+            return None;
+        }
+        // Signed: one multiply with an overflow flag; the entry's size is at most `i64::MAX`
+        // (`resolve_direct`), so a product that fits is the byte count.
+        let n = count.checked_mul(size as i64)? as usize;
+        let p = match NonNull::new(buf as *mut u8) {
+            Some(p) => p,
+            None if n == 0 => NonNull::dangling(),
+            None => return None,
+        };
+        Some((id, p, n))
+    }
+
     /// [`Mpi::direct`] without a shortcut: the core communicator of intracommunicator `comm`
     /// and the size of dense committed type `dt`, which become the shortcut.
     #[cold]
     fn resolve_direct(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
         let (size, _) = self.types.borrow().dense(dt)?;
+        // `direct_hit` multiplies the size as an `i64`.
+        i64::try_from(size).ok()?;
         let comms = self.comms.borrow();
         let c = comms.get(comm).filter(|c| c.inter.is_none())?;
         self.shortcuts.keep_peer(comm, dt, c.id, size);
@@ -310,43 +339,101 @@ fn finish_blocking(m: &Mpi, comm: MPI_Comm, id: ReqId, after: After) -> MpiResul
 export! {
     /// `MPI_Send`: standard-mode blocking send.
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) {
-        call("MPI_Send", On::Comm(comm), |m| {
-            if dest >= 0 && tag >= 0 && !multiple() {
-                if let Some((c, n)) = m.direct(comm, buf, count.into(), datatype) {
-                    // SAFETY: the application's buffer of `n` bytes (its count and type),
-                    // non-null when `n > 0`.
-                    let s = unsafe { bytes(buf, n) };
-                    return m.core.send(c, s, dest as u32, tag).map_err(MpiErr::from);
+        if let Some(m) = state::direct() {
+            if (dest | tag) >= 0 {
+                if let Some((c, p, n)) = m.direct_hit(comm, buf, count.into(), datatype) {
+                    // SAFETY: the application's buffer of `n` bytes (its count and type).
+                    let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
+                    let on = On::Comm(comm);
+                    return match state::catching(m, "MPI_Send", on, || m.core.send(c, s, dest as u32, tag)) {
+                        Ok(Ok(())) => MPI_SUCCESS,
+                        Ok(Err(e)) => engine_error(m, "MPI_Send", on, e),
+                        Err(code) => code,
+                    };
                 }
             }
-            if dest == MPI_PROC_NULL {
-                return Ok(());
-            }
-            let (c, dest) = m.peer(comm, dest)?;
-            if !multiple() {
-                if let Span::Contig(n) = m.types.borrow().span(datatype, count as i64)? {
-                    check_buf(buf, n)?;
-                    let dst = m.core.dest(c, dest)?;
-                    // SAFETY: the application's buffer of `n` bytes (its count and type), checked
-                    // non-null when `n > 0`.
-                    let s = unsafe { bytes(buf, n) };
-                    return m.core.send(c, s, dst, send_tag(tag)?).map_err(MpiErr::from);
-                }
-            }
-            // SAFETY: blocking: `buf` outlives the request.
-            let (id, after) = unsafe { m.start_send(c, buf, count.into(), datatype, dest, tag, false)? };
-            finish_blocking(m, comm, id, after).map(drop)
-        })
+        }
+        // SAFETY: forwarded contract.
+        unsafe { send_slow(buf, count, datatype, dest, tag, comm) }
     }
 }
 
-/// The body of `MPI_Recv` and `MPI_Recv_c`.
+/// An operations-core error of a direct path, to the error handler; the code to return.
+#[cold]
+#[inline(never)]
+fn engine_error(m: &Mpi, name: &'static str, on: On, e: EngineError) -> c_int {
+    state::raise_cold(m, name, on, e.into())
+}
+
+/// `MPI_Send` when its direct path does not apply at once: the first call on a communicator
+/// and type (which makes them the shortcut), and every call [`send_full`] handles.
+///
+/// # Safety
+/// As `MPI_Send`.
+#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
+#[inline(never)]
+unsafe fn send_slow(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Send", On::Comm(comm), |m| {
+        if dest >= 0 && tag >= 0 && !multiple() {
+            if let Some((c, n)) = m.direct(comm, buf, count.into(), datatype) {
+                // SAFETY: the application's buffer of `n` bytes (its count and type),
+                // non-null when `n > 0`.
+                let s = unsafe { bytes(buf, n) };
+                return m.core.send(c, s, dest as u32, tag).map_err(MpiErr::from);
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { send_full(m, buf, count, datatype, dest, tag, comm) }
+    })
+}
+
+/// `MPI_Send` past its direct path: `MPI_PROC_NULL`, a type or communicator the shortcut does
+/// not hold, bad arguments (rejected here with their error), `MPI_THREAD_MULTIPLE`.
+///
+/// # Safety
+/// As `MPI_Send`.
+unsafe fn send_full(
+    m: &Mpi,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    if dest == MPI_PROC_NULL {
+        return Ok(());
+    }
+    let (c, dest) = m.peer(comm, dest)?;
+    if !multiple() {
+        if let Span::Contig(n) = m.types.borrow().span(datatype, count as i64)? {
+            check_buf(buf, n)?;
+            let dst = m.core.dest(c, dest)?;
+            // SAFETY: the application's buffer of `n` bytes (its count and type), checked
+            // non-null when `n > 0`.
+            let s = unsafe { bytes(buf, n) };
+            return m.core.send(c, s, dst, send_tag(tag)?).map_err(MpiErr::from);
+        }
+    }
+    // SAFETY: blocking: `buf` outlives the request.
+    let (id, after) = unsafe { m.start_send(c, buf, count.into(), datatype, dest, tag, false)? };
+    finish_blocking(m, comm, id, after).map(drop)
+}
+
+/// The body of `MPI_Recv` (`LARGE` false) and `MPI_Recv_c` (`LARGE` true).
 ///
 /// # Safety
 /// As `MPI_Recv`.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn recv_body(
-    name: &'static str,
+unsafe fn recv_body<const LARGE: bool>(
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
@@ -355,7 +442,104 @@ unsafe fn recv_body(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    call(name, On::Comm(comm), |m| {
+    // A rank or MPI_ANY_SOURCE (the core's wildcard has its value), a tag or MPI_ANY_TAG (the
+    // core's wildcard is -1, which is no MPI tag).
+    if source >= MPI_ANY_SOURCE && tag >= MPI_ANY_TAG && tag != weft::ANY_TAG {
+        if let Some(m) = state::direct() {
+            if let Some((c, p, n)) = m.direct_hit(comm, buf, count, datatype) {
+                let tag = if tag == MPI_ANY_TAG { weft::ANY_TAG } else { tag };
+                // SAFETY: the application's buffer of `n` bytes (its count and type).
+                let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), n) };
+                let name = recv_name::<LARGE>();
+                return match state::catching(m, name, On::Comm(comm), || m.core.recv(c, s, source, tag)) {
+                    Ok(Ok(st)) => {
+                        // SAFETY: status pointer from the caller.
+                        unsafe { store_received(status, &st) };
+                        MPI_SUCCESS
+                    }
+                    // SAFETY: forwarded contract.
+                    Ok(Err(x)) => unsafe { recv_error(m, name, comm, x, status) },
+                    Err(code) => code,
+                };
+            }
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { recv_slow::<LARGE>(buf, count, datatype, source, tag, comm, status) }
+}
+
+/// Write the status of a message received without error through `p`, unless it is
+/// `MPI_STATUS_IGNORE`: [`request::status_of`] with `MPI_SUCCESS`, without its wildcard tag
+/// conversion, since a received message's tag is its sender's (the core accepts send tags
+/// `0..=MAX_TAG` only).
+///
+/// # Safety
+/// A non-null `p` must be valid for a write of an `MPI_Status`.
+#[inline(always)]
+unsafe fn store_received(p: *mut MPI_Status, st: &weft::Status) {
+    if !p.is_null() {
+        let mut out = MPI_Status {
+            MPI_SOURCE: st.source as c_int,
+            MPI_TAG: st.tag,
+            MPI_ERROR: MPI_SUCCESS,
+            MPI_internal: [0; 5],
+        };
+        request::set_count(&mut out, st.count);
+        // SAFETY: non-null and valid by the caller's contract.
+        unsafe { p.write(out) };
+    }
+}
+
+/// The name of the exported receive, for its errors.
+#[inline(always)]
+fn recv_name<const LARGE: bool>() -> &'static str {
+    if LARGE {
+        "MPI_Recv_c"
+    } else {
+        "MPI_Recv"
+    }
+}
+
+/// A blocking receive on the direct path failed with `x`: its status, and the error to the
+/// error handler; the code to return.
+///
+/// # Safety
+/// `status` is the caller's `MPI_Status` pointer (or null / `MPI_STATUS_IGNORE`).
+#[cold]
+#[inline(never)]
+unsafe fn recv_error(
+    m: &Mpi,
+    name: &'static str,
+    comm: MPI_Comm,
+    x: EngineError,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    match unsafe { recv_failed(m, x, status) } {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => state::raise_cold(m, name, On::Comm(comm), e),
+    }
+}
+
+/// A blocking receive when its direct path does not apply at once: the first call on a
+/// communicator and type (which makes them the shortcut), and every call [`recv_full`]
+/// handles.
+///
+/// # Safety
+/// As `MPI_Recv`.
+#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv_slow<const LARGE: bool>(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(recv_name::<LARGE>(), On::Comm(comm), |m| {
         if (source >= 0 || source == MPI_ANY_SOURCE) && (tag >= 0 || tag == MPI_ANY_TAG) && !multiple() {
             if let Some((c, n)) = m.direct(comm, buf, count, datatype) {
                 // SAFETY: the application's buffer of `n` bytes (its count and type),
@@ -372,35 +556,56 @@ unsafe fn recv_body(
                 };
             }
         }
-        if source == MPI_PROC_NULL {
-            m.comm(comm)?;
-            // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, request::proc_null_status()) };
-            return Ok(());
-        }
-        let (c, source, inter) = m.source(comm, source)?;
-        let (st, e) = match m.types.borrow().span(datatype, count)? {
-            Span::Contig(n) if !multiple() => {
-                check_buf(buf, n)?;
-                // SAFETY: the application's buffer of `n` bytes (its count and type),
-                // checked non-null when `n > 0`.
-                let s = unsafe { bytes_mut(buf, n) };
-                let r = m.core.recv(c, s, recv_source(source)?, recv_tag(tag)?);
-                let mut out = request::finish(m, r, After::Nothing)?;
-                remote_status(inter, &mut out.0);
-                out
-            }
-            _ => {
-                // SAFETY: blocking: `buf` outlives the request.
-                let (id, after) = unsafe { m.start_recv(c, buf, count, datatype, source, tag)? };
-                let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after });
-                request::complete(m, h, true)?.expect("blocking completion")
-            }
-        };
-        // SAFETY: status pointer from the caller.
-        unsafe { request::store(status, st) };
-        e.map_or(Ok(()), Err)
+        // SAFETY: forwarded contract.
+        unsafe { recv_full(m, buf, count, datatype, source, tag, comm, status) }
     })
+}
+
+/// A blocking receive past its direct path: `MPI_PROC_NULL`, a type or communicator the
+/// shortcut does not hold, an intercommunicator, bad arguments (rejected here with their
+/// error), `MPI_THREAD_MULTIPLE`.
+///
+/// # Safety
+/// As `MPI_Recv`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv_full(
+    m: &Mpi,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    if source == MPI_PROC_NULL {
+        m.comm(comm)?;
+        // SAFETY: status pointer from the caller.
+        unsafe { request::store(status, request::proc_null_status()) };
+        return Ok(());
+    }
+    let (c, source, inter) = m.source(comm, source)?;
+    let (st, e) = match m.types.borrow().span(datatype, count)? {
+        Span::Contig(n) if !multiple() => {
+            check_buf(buf, n)?;
+            // SAFETY: the application's buffer of `n` bytes (its count and type),
+            // checked non-null when `n > 0`.
+            let s = unsafe { bytes_mut(buf, n) };
+            let r = m.core.recv(c, s, recv_source(source)?, recv_tag(tag)?);
+            let mut out = request::finish(m, r, After::Nothing)?;
+            remote_status(inter, &mut out.0);
+            out
+        }
+        _ => {
+            // SAFETY: blocking: `buf` outlives the request.
+            let (id, after) = unsafe { m.start_recv(c, buf, count, datatype, source, tag)? };
+            let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after });
+            request::complete(m, h, true)?.expect("blocking completion")
+        }
+    };
+    // SAFETY: status pointer from the caller.
+    unsafe { request::store(status, st) };
+    e.map_or(Ok(()), Err)
 }
 
 /// A blocking receive on the direct path failed with `x`: its status and error.
@@ -419,7 +624,7 @@ export! {
     /// `MPI_Recv`: blocking receive.
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
         // SAFETY: forwarded contract.
-        unsafe { recv_body("MPI_Recv", buf, count.into(), datatype, source, tag, comm, status) }
+        unsafe { recv_body::<false>(buf, count.into(), datatype, source, tag, comm, status) }
     }
 }
 
@@ -427,7 +632,7 @@ export! {
     /// `MPI_Recv_c`: `MPI_Recv` with a large count.
     fn MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
         // SAFETY: forwarded contract.
-        unsafe { recv_body("MPI_Recv_c", buf, count, datatype, source, tag, comm, status) }
+        unsafe { recv_body::<true>(buf, count, datatype, source, tag, comm, status) }
     }
 }
 

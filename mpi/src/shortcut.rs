@@ -9,7 +9,8 @@
 //!   receives.
 //! - Point-to-point: the communicator and datatype handles of the last direct send or receive
 //!   (an intracommunicator, a dense committed type) with the core communicator and the type's
-//!   size.
+//!   size; before the first one and after a free, `MPI_COMM_WORLD` and `MPI_BYTE` (neither
+//!   can be freed), so the entry is never empty and a lookup is two comparisons.
 //!
 //! Invariant: an entry holds only handles that were live when it was made, and freeing a
 //! communicator or a datatype clears every entry, so a handle value found here still names
@@ -102,14 +103,32 @@ struct Peer {
 
 /// One entry per family: reductions, broadcasts (an application alternating the two keeps
 /// both) and point-to-point.
-#[derive(Default)]
 pub(crate) struct Shortcuts {
     reduce: RefCell<Option<(Args, Resolved)>>,
     bcast: RefCell<Option<(Args, Resolved)>>,
-    p2p: Cell<Option<Peer>>,
+    p2p: Cell<Peer>,
+    /// The core communicator of `MPI_COMM_WORLD`, for the point-to-point entry's default.
+    world: CommId,
 }
 
 impl Shortcuts {
+    /// No collective entry; the point-to-point entry is `MPI_COMM_WORLD` (core communicator
+    /// `world`) with `MPI_BYTE`.
+    pub(crate) fn new(world: CommId) -> Shortcuts {
+        Shortcuts {
+            reduce: RefCell::new(None),
+            bcast: RefCell::new(None),
+            p2p: Cell::new(Self::world_peer(world)),
+            world,
+        }
+    }
+
+    /// The point-to-point entry for `MPI_COMM_WORLD` and `MPI_BYTE`: both live for the whole
+    /// run (neither can be freed), the world an intracommunicator, the byte dense and committed.
+    fn world_peer(world: CommId) -> Peer {
+        Peer { comm: MPI_COMM_WORLD, dt: MPI_BYTE, id: world, size: 1 }
+    }
+
     #[inline(always)]
     fn slot(&self, kind: Kind) -> &RefCell<Option<(Args, Resolved)>> {
         if kind == Kind::Bcast {
@@ -138,24 +157,22 @@ impl Shortcuts {
     /// `dt`, if they are the point-to-point entry.
     #[inline(always)]
     pub(crate) fn peer(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
-        match self.p2p.get() {
-            Some(p) if p.comm == comm && p.dt == dt => Some((p.id, p.size)),
-            _ => None,
-        }
+        let p = self.p2p.get();
+        (p.comm == comm && p.dt == dt).then_some((p.id, p.size))
     }
 
     /// Remember that `comm` (an intracommunicator) is core communicator `id` and `dt` (dense and
     /// committed) has `size` bytes.
     #[inline]
     pub(crate) fn keep_peer(&self, comm: MPI_Comm, dt: MPI_Datatype, id: CommId, size: usize) {
-        self.p2p.set(Some(Peer { comm, dt, id, size }));
+        self.p2p.set(Peer { comm, dt, id, size });
     }
 
     /// Forget every entry: a communicator or a datatype was freed.
     pub(crate) fn clear(&self) {
         self.reduce.borrow_mut().take();
         self.bcast.borrow_mut().take();
-        self.p2p.set(None);
+        self.p2p.set(Self::world_peer(self.world));
     }
 }
 
@@ -174,7 +191,10 @@ mod tests {
 
     #[test]
     fn hit_only_on_the_same_arguments_and_cleared_by_clear() {
-        let s = Shortcuts::default();
+        let world = CommId::from_raw(7);
+        let s = Shortcuts::new(world);
+        assert_eq!(s.peer(MPI_COMM_WORLD, MPI_BYTE), Some((world, 1)), "the default entry");
+        assert!(s.peer(MPI_COMM_WORLD, MPI_INT).is_none());
         assert!(s.find(&args(Kind::Allreduce, 2)).is_none());
         s.keep(args(Kind::Allreduce, 2), resolved(2));
         assert_eq!(s.find(&args(Kind::Allreduce, 2)).map(|r| r.count), Some(2));
@@ -188,8 +208,10 @@ mod tests {
         assert_eq!(s.peer(MPI_COMM_WORLD, MPI_INT).map(|p| p.1), Some(4));
         assert!(s.peer(MPI_COMM_WORLD, MPI_DOUBLE).is_none());
         assert!(s.peer(MPI_COMM_SELF, MPI_INT).is_none());
+        assert!(s.peer(MPI_COMM_WORLD, MPI_BYTE).is_none(), "replaced");
         s.clear();
         assert!(s.peer(MPI_COMM_WORLD, MPI_INT).is_none());
+        assert_eq!(s.peer(MPI_COMM_WORLD, MPI_BYTE), Some((world, 1)), "back to the default");
         assert!(s.find(&args(Kind::Allreduce, 2)).is_none());
         assert!(s.find(&args(Kind::Bcast, 8)).is_none());
     }

@@ -68,6 +68,10 @@ unsafe impl Send for Instance {}
 static INSTANCE: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
 static LOCK: ReentrantMutex<()> = ReentrantMutex::new(());
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// The instance while MPI runs below `MPI_THREAD_MULTIPLE` (null before init, after finalize
+/// and at `MULTIPLE`): one load tells a call's direct path both that MPI runs and that it
+/// takes no lock.
+static DIRECT: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Life cycle of the library in this process.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -96,10 +100,14 @@ pub(crate) fn install(mpi: Mpi) {
     let p = Box::into_raw(Box::new(Instance(mpi)));
     INSTANCE.store(p, Ordering::Release);
     PHASE.store(Phase::Running as u8, Ordering::Release);
+    if !multiple() {
+        DIRECT.store(p, Ordering::Release);
+    }
 }
 
 /// Mark the library finalized (the instance stays, for the calls allowed after finalize).
 pub(crate) fn set_finalized() {
+    DIRECT.store(std::ptr::null_mut(), Ordering::Release);
     PHASE.store(Phase::After as u8, Ordering::Release);
 }
 
@@ -157,6 +165,41 @@ pub(crate) fn call(name: &'static str, on: On, f: impl FnOnce(&'static Mpi) -> M
     let code = errhandler::raise(mpi, name, on, r);
     drop(guard);
     code
+}
+
+/// The instance for a call's direct path: `Some` only while MPI runs below
+/// `MPI_THREAD_MULTIPLE`, where a call takes no lock. A call that finds `None`, or that its
+/// direct path declines, goes through [`call`].
+#[inline(always)]
+pub(crate) fn direct() -> Option<&'static Mpi> {
+    let p = DIRECT.load(Ordering::Acquire);
+    // SAFETY: a non-null `DIRECT` is the pointer `install` made by `Box::into_raw`, never
+    // freed; below MULTIPLE one thread at a time calls MPI (the application's promise).
+    (!p.is_null()).then(|| unsafe { &(*p).0 })
+}
+
+/// Run `f`, the operations-core call of a direct path of the exported function `name`, as
+/// [`call`] runs a body: a panic becomes `MPI_ERR_INTERN` on the error handler of the object
+/// `on` names, whose code is the `Err`.
+#[inline(always)]
+pub(crate) fn catching<R>(mpi: &Mpi, name: &'static str, on: On, f: impl FnOnce() -> R) -> Result<R, c_int> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| raise_panic(mpi, name, on, p))
+}
+
+/// An error of a direct path, to the error handler of the object `on` names; the code to
+/// return.
+#[cold]
+#[inline(never)]
+pub(crate) fn raise_cold(mpi: &Mpi, name: &'static str, on: On, e: MpiErr) -> c_int {
+    errhandler::raise(mpi, name, on, e)
+}
+
+/// A panic of a direct path, as `MPI_ERR_INTERN` to the error handler.
+#[cold]
+#[inline(never)]
+fn raise_panic(mpi: &Mpi, name: &'static str, on: On, p: Box<dyn std::any::Any + Send>) -> c_int {
+    let e = MpiErr::new(MPI_ERR_INTERN, format!("internal error (panic): {}", panic_text(&p)));
+    errhandler::raise(mpi, name, on, e)
 }
 
 /// Like [`call`] for the functions that may run before `MPI_Init` and after `MPI_Finalize`
