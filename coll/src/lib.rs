@@ -284,7 +284,7 @@ impl Args for Spec<'_> {
 
 impl Spec<'_> {
     /// A spec with no buffers, counts or operation.
-    pub fn new(kind: Kind, dtype: DType) -> Spec<'static> {
+    pub const fn new(kind: Kind, dtype: DType) -> Spec<'static> {
         Spec {
             kind,
             send: std::ptr::null(),

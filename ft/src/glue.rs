@@ -187,6 +187,9 @@ struct Glue {
     opts: FtOptions,
     clock: Instant,
     active: bool,
+    /// Some communicator was put in uniform mode (ever): while false, no collective's outcome
+    /// needs an agreement and [`Ft::may_be_uniform`] says so without a lookup.
+    uniform_ever: bool,
     seen_failures: usize,
     comms: HashMap<u32, CommInfo>,
     /// Size of `comms` at which freed communicators are swept out ([`Glue::sweep_freed`]).
@@ -248,6 +251,7 @@ impl Ft {
                 opts,
                 clock: Instant::now(),
                 active: false,
+                uniform_ever: false,
                 seen_failures: 0,
                 comms: HashMap::default(),
                 sweep_at: MIN_SWEEP,
@@ -459,12 +463,23 @@ impl Ft {
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
         g.comms.get_mut(&ctx).expect("just resolved").uniform = on;
+        g.uniform_ever |= on;
         Ok(())
+    }
+
+    /// False when no communicator was ever put in uniform mode (then [`Ft::uniform_after`]
+    /// returns the local outcome on every communicator).
+    #[inline]
+    pub fn may_be_uniform(&self) -> bool {
+        self.st.borrow().uniform_ever
     }
 
     /// True if `c` is in uniform mode.
     pub fn is_uniform(&self, e: &Ext, c: CommId) -> bool {
         let g = self.st.borrow();
+        if !g.uniform_ever {
+            return false;
+        }
         e.comm_ctx(c).ok().and_then(|ctx| g.comms.get(&ctx)).is_some_and(|i| i.id == c && i.uniform)
     }
 

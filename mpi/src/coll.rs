@@ -262,6 +262,8 @@ fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     unsafe { m.exec(comm, &mut spec, mode, After::Nothing) }
 }
 
+/// A broadcast: the shortcut's entry in the caller's frame, anything else out of line.
+#[inline(always)]
 fn bcast(
     m: &Mpi,
     buf: *mut c_void,
@@ -274,24 +276,35 @@ fn bcast(
     // The common case: a dense committed type, used in place without staging; a repeated
     // call finds its arguments resolved already.
     let args = Args { kind: Kind::Bcast, comm, dt, op: MPI_OP_NULL, count, root, in_place: false };
-    let hit = m.shortcuts.find(&args);
-    let dense = || m.types.borrow().dense(dt);
-    let resolved = match hit {
-        Some(r) => Some(r),
-        None => match dense().and_then(|(size, _)| size.checked_mul(usize::try_from(count).ok()?)) {
-            Some(bytes) => {
-                let c = m.coll_comm(comm)?;
-                let root = root_in(root, c.size)?;
-                let r = Resolved { c, dtype: DType::Byte, op: None, count: bytes, root, out_here: true };
-                m.shortcuts.keep(args, r.clone());
-                Some(r)
-            }
-            None => None,
-        },
-    };
-    if let Some(r) = resolved {
-        // SAFETY: the application keeps `buf` valid until the collective completes.
-        return unsafe { r.exec(m, Kind::Bcast, comm, std::ptr::null(), buf, mode) };
+    // SAFETY: the application keeps `buf` valid until the collective completes.
+    if let Some(r) = unsafe { m.shortcuts.run(m, &args, std::ptr::null(), buf, mode) } {
+        return r;
+    }
+    bcast_full(m, buf, count, dt, root, comm, mode)
+}
+
+/// [`bcast`] of a call that is not the shortcut's entry.
+#[inline(never)]
+fn bcast_full(
+    m: &Mpi,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> MpiResult {
+    let args = Args { kind: Kind::Bcast, comm, dt, op: MPI_OP_NULL, count, root, in_place: false };
+    let dense = m.types.borrow().dense(dt);
+    if let Some(bytes) = dense.and_then(|(size, _)| size.checked_mul(usize::try_from(count).ok()?)) {
+        let c = m.coll_comm(comm)?;
+        let root = root_in(root, c.size)?;
+        m.shortcuts
+            .keep(args, Resolved { c, dtype: DType::Byte, op: None, count: bytes, root, out_here: true });
+        // SAFETY: as above.
+        if let Some(r) = unsafe { m.shortcuts.run(m, &args, std::ptr::null(), buf, mode) } {
+            return r;
+        }
     }
     let ty = m.typed(dt, count)?;
     let (me, n) = m.rank_size(comm)?;

@@ -27,8 +27,8 @@ use weft_coll::{DType, Kind, Op, Spec};
 use crate::abi::*;
 use crate::coll::Mode;
 use crate::comm::CommRef;
-use crate::error::MpiResult;
-use crate::state::Mpi;
+use crate::error::{MpiErr, MpiResult};
+use crate::state::{multiple, Mpi};
 
 /// The arguments of a call that decide its spec, buffers aside.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -57,38 +57,27 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
-    /// Fill in `spec` (made for this call's kind and element type) for a call on `send` and
-    /// `recv` (a broadcast's buffer is `recv`), all but its operation.
+    /// The spec of a `kind` call on `send` and `recv` (a broadcast's buffer is `recv`).
     #[inline(always)]
-    pub(crate) fn fill(&self, spec: &mut Spec, send: *const c_void, recv: *mut c_void) {
+    pub(crate) fn spec(self, kind: Kind, send: *const c_void, recv: *mut c_void) -> Spec<'static> {
+        let mut spec = Spec::new(kind, self.dtype);
         spec.count = self.count;
         spec.root = self.root;
         spec.send = send.cast();
         spec.recv = if self.out_here { recv.cast() } else { std::ptr::null_mut() };
-    }
-
-    /// Run (or start) the call on `send` and `recv` ([`Mpi::exec_direct`]), its spec built in
-    /// this frame (a spec moved between frames is a copy of it) and given this entry's
-    /// operation (taken, not cloned).
-    ///
-    /// # Safety
-    /// The application keeps its buffers valid until the collective completes.
-    #[inline(always)]
-    pub(crate) unsafe fn exec(
-        self,
-        m: &Mpi,
-        kind: Kind,
-        comm: MPI_Comm,
-        send: *const c_void,
-        recv: *mut c_void,
-        mode: Mode,
-    ) -> MpiResult {
-        let mut spec = Spec::new(kind, self.dtype);
-        self.fill(&mut spec, send, recv);
         spec.op = self.op;
-        // SAFETY: forwarded contract.
-        unsafe { m.exec_direct(self.c, comm, &mut spec, mode) }
+        spec
     }
+}
+
+/// A collective entry: the call's arguments, its communicator, and the spec they resolved to,
+/// kept whole so that a repeated call only puts its buffers into it and runs it.
+struct Direct {
+    args: Args,
+    c: CommRef,
+    out_here: bool,
+    /// Buffers and their lengths are those of the last call (each call sets its own).
+    spec: Spec<'static>,
 }
 
 /// The point-to-point entry: communicator and datatype handles, the core communicator and the
@@ -104,8 +93,11 @@ struct Peer {
 /// One entry per family: reductions, broadcasts (an application alternating the two keeps
 /// both) and point-to-point.
 pub(crate) struct Shortcuts {
-    reduce: RefCell<Option<(Args, Resolved)>>,
-    bcast: RefCell<Option<(Args, Resolved)>>,
+    reduce: RefCell<Option<Direct>>,
+    bcast: RefCell<Option<Direct>>,
+    /// [`Shortcuts::clear`] ran while a collective entry was running (so could not drop it):
+    /// that run drops its entry when it ends.
+    stale: Cell<bool>,
     p2p: Cell<Peer>,
     /// The core communicator of `MPI_COMM_WORLD`, for the point-to-point entry's default.
     world: CommId,
@@ -119,6 +111,7 @@ impl Shortcuts {
             reduce: RefCell::new(None),
             bcast: RefCell::new(None),
             p2p: Cell::new(Self::world_peer(world)),
+            stale: Cell::new(false),
             world,
         }
     }
@@ -130,7 +123,7 @@ impl Shortcuts {
     }
 
     #[inline(always)]
-    fn slot(&self, kind: Kind) -> &RefCell<Option<(Args, Resolved)>> {
+    fn slot(&self, kind: Kind) -> &RefCell<Option<Direct>> {
         if kind == Kind::Bcast {
             &self.bcast
         } else {
@@ -138,19 +131,51 @@ impl Shortcuts {
         }
     }
 
-    /// What `a` resolved to when it was last [`Shortcuts::keep`]t, if it is still the entry.
+    /// Run (or start) the call `a` on `send` and `recv` (a broadcast's buffer is `recv`) if
+    /// it is the entry of its family ([`Mpi::exec_direct`]); `None` if it is not (or the
+    /// entry is in use). A blocking call outside `MPI_THREAD_MULTIPLE` runs the entry's spec
+    /// in place, holding the entry: a call made during the run (none reaches here: the engine
+    /// is held for the run) finds it busy and takes the full path.
+    ///
+    /// # Safety
+    /// The application keeps its buffers valid until the collective completes.
     #[inline(always)]
-    pub(crate) fn find(&self, a: &Args) -> Option<Resolved> {
-        match &*self.slot(a.kind).borrow() {
-            Some((k, r)) if k == a => Some(r.clone()),
-            _ => None,
+    pub(crate) unsafe fn run(
+        &self,
+        m: &Mpi,
+        a: &Args,
+        send: *const c_void,
+        recv: *mut c_void,
+        mode: Mode,
+    ) -> Option<MpiResult> {
+        let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
+        let d = g.as_mut().filter(|d| d.args == *a)?;
+        d.spec.send = send.cast();
+        d.spec.recv = if d.out_here { recv.cast() } else { std::ptr::null_mut() };
+        if let (Mode::Blocking, false) = (mode, multiple()) {
+            // SAFETY: forwarded contract.
+            let r = unsafe { m.core.run_bare(d.c.id, d.c.rank, d.c.size, &mut d.spec) };
+            if self.stale.get() {
+                self.stale.set(false);
+                *g = None;
+            }
+            return Some(r.map_err(MpiErr::from));
         }
+        let (c, mut spec) = (d.c, d.spec.clone());
+        drop(g);
+        // SAFETY: forwarded contract.
+        Some(unsafe { m.exec_direct(c, a.comm, &mut spec, mode) })
     }
 
-    /// Remember that `a` resolved to `r` (both checked by the direct path).
+    /// Remember that `a` resolved to `r` (both checked by the direct path); nothing if the
+    /// entry is in use.
     #[inline]
     pub(crate) fn keep(&self, a: Args, r: Resolved) {
-        *self.slot(a.kind).borrow_mut() = Some((a, r));
+        if let Ok(mut g) = self.slot(a.kind).try_borrow_mut() {
+            let (c, out_here) = (r.c, r.out_here);
+            let spec = r.spec(a.kind, std::ptr::null(), std::ptr::null_mut());
+            *g = Some(Direct { args: a, c, out_here, spec });
+        }
     }
 
     /// The core communicator of intracommunicator `comm` and the size of dense committed type
@@ -170,8 +195,12 @@ impl Shortcuts {
 
     /// Forget every entry: a communicator or a datatype was freed.
     pub(crate) fn clear(&self) {
-        self.reduce.borrow_mut().take();
-        self.bcast.borrow_mut().take();
+        for slot in [&self.reduce, &self.bcast] {
+            match slot.try_borrow_mut() {
+                Ok(mut g) => *g = None,
+                Err(_) => self.stale.set(true),
+            }
+        }
         self.p2p.set(Self::world_peer(self.world));
     }
 }
@@ -179,6 +208,13 @@ impl Shortcuts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Shortcuts {
+        /// The count of the entry for `a`, if it is the entry of its family.
+        fn count_of(&self, a: &Args) -> Option<usize> {
+            self.slot(a.kind).borrow().as_ref().filter(|d| d.args == *a).map(|d| d.spec.count)
+        }
+    }
 
     fn args(kind: Kind, count: c_int) -> Args {
         Args { kind, comm: MPI_COMM_WORLD, dt: MPI_INT, op: MPI_SUM, count, root: 0, in_place: false }
@@ -195,15 +231,15 @@ mod tests {
         let s = Shortcuts::new(world);
         assert_eq!(s.peer(MPI_COMM_WORLD, MPI_BYTE), Some((world, 1)), "the default entry");
         assert!(s.peer(MPI_COMM_WORLD, MPI_INT).is_none());
-        assert!(s.find(&args(Kind::Allreduce, 2)).is_none());
+        assert!(s.count_of(&args(Kind::Allreduce, 2)).is_none());
         s.keep(args(Kind::Allreduce, 2), resolved(2));
-        assert_eq!(s.find(&args(Kind::Allreduce, 2)).map(|r| r.count), Some(2));
-        assert!(s.find(&args(Kind::Allreduce, 3)).is_none(), "another count");
-        assert!(s.find(&args(Kind::Reduce, 2)).is_none(), "another kind, same slot");
-        assert!(s.find(&Args { in_place: true, ..args(Kind::Allreduce, 2) }).is_none());
+        assert_eq!(s.count_of(&args(Kind::Allreduce, 2)), Some(2));
+        assert!(s.count_of(&args(Kind::Allreduce, 3)).is_none(), "another count");
+        assert!(s.count_of(&args(Kind::Reduce, 2)).is_none(), "another kind, same slot");
+        assert!(s.count_of(&Args { in_place: true, ..args(Kind::Allreduce, 2) }).is_none());
         // The broadcast slot is separate.
         s.keep(args(Kind::Bcast, 8), resolved(8));
-        assert_eq!(s.find(&args(Kind::Allreduce, 2)).map(|r| r.count), Some(2));
+        assert_eq!(s.count_of(&args(Kind::Allreduce, 2)), Some(2));
         s.keep_peer(MPI_COMM_WORLD, MPI_INT, CommId::from_raw(0), 4);
         assert_eq!(s.peer(MPI_COMM_WORLD, MPI_INT).map(|p| p.1), Some(4));
         assert!(s.peer(MPI_COMM_WORLD, MPI_DOUBLE).is_none());
@@ -212,16 +248,27 @@ mod tests {
         s.clear();
         assert!(s.peer(MPI_COMM_WORLD, MPI_INT).is_none());
         assert_eq!(s.peer(MPI_COMM_WORLD, MPI_BYTE), Some((world, 1)), "back to the default");
-        assert!(s.find(&args(Kind::Allreduce, 2)).is_none());
-        assert!(s.find(&args(Kind::Bcast, 8)).is_none());
+        assert!(s.count_of(&args(Kind::Allreduce, 2)).is_none());
+        assert!(s.count_of(&args(Kind::Bcast, 8)).is_none());
+    }
+
+    #[test]
+    fn an_entry_in_use_is_neither_replaced_nor_lost_on_clear() {
+        let s = Shortcuts::new(CommId::from_raw(7));
+        s.keep(args(Kind::Allreduce, 2), resolved(2));
+        let held = s.reduce.borrow_mut();
+        s.keep(args(Kind::Allreduce, 3), resolved(3));
+        s.clear();
+        assert!(s.stale.get(), "the running entry is dropped when its run ends");
+        drop(held);
+        assert_eq!(s.count_of(&args(Kind::Allreduce, 2)), Some(2));
     }
 
     #[test]
     fn spec_leaves_no_output_where_the_rank_has_none() {
         let r = Resolved { out_here: false, ..resolved(4) };
         let (a, mut b) = ([0u8; 16], [0u8; 16]);
-        let mut s = Spec::new(Kind::Reduce, r.dtype);
-        r.fill(&mut s, a.as_ptr().cast(), b.as_mut_ptr().cast());
+        let s = r.spec(Kind::Reduce, a.as_ptr().cast(), b.as_mut_ptr().cast());
         assert!(s.recv.is_null());
         assert_eq!((s.count, s.send), (4, a.as_ptr()));
     }

@@ -17,13 +17,28 @@ pub(super) fn state(cfg: &Config, rt: &dyn weft_pmix::Runtime) -> weft_coll::Col
     c
 }
 
+/// A spec shared by every call that reads it in place (a local one is copied into each call's
+/// frame).
+struct Shared(Spec<'static>);
+
+// SAFETY: the shared specs hold null pointers and empty slices only and are never written, so
+// sharing one between threads shares no data.
+unsafe impl Sync for Shared {}
+
+/// The barrier's spec.
+static BARRIER: Shared = Shared(Spec::new(Kind::Barrier, weft_coll::DType::U8));
+
 impl OpsCore {
     /// Barrier: the collectives engine's, which on an error sends an abort along its schedule
     /// so that a rank whose partners are alive does not wait for one that bailed out; then the
     /// uniform-mode hook (an agreement on the outcome when the communicator is uniform).
+    #[inline]
     pub fn barrier(&self, c: CommId) -> EngineResult<()> {
         // SAFETY: a barrier has no buffers.
-        let local = unsafe { self.run(c, &Spec::new(Kind::Barrier, weft_coll::DType::U8)) };
+        let local = unsafe { self.run(c, &BARRIER.0) };
+        if !self.ft.may_be_uniform() {
+            return local;
+        }
         self.uniform_after(c, local)
     }
 

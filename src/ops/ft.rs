@@ -89,7 +89,11 @@ impl OpsCore {
     }
 
     /// A collective's local outcome made uniform when `c` is in uniform mode.
+    #[inline]
     pub fn uniform_after(&self, c: CommId, local: EngineResult<()>) -> EngineResult<()> {
+        if !self.ft.may_be_uniform() {
+            return local;
+        }
         self.ft.uniform_after(self.eng()?.ext(), c, local)
     }
 }

@@ -33,7 +33,8 @@ enum Shape {
 /// Reduce, allreduce, scan or exscan of a dense committed type with a predefined arithmetic
 /// operation on an intracommunicator, its buffers used as they are (allreduce in place
 /// included): the common case, one lookup per handle and no staging. `None` for any other call,
-/// which the full path handles (and rejects with its errors).
+/// which the full path handles (and rejects with its errors). A call repeating the shortcut's
+/// entry runs it at once; the first resolves its arguments and keeps them.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn whole_direct(
@@ -47,20 +48,16 @@ fn whole_direct(
     op: MPI_Op,
     comm: MPI_Comm,
     mode: Mode,
+    first: bool,
 ) -> Option<MpiResult> {
     let place = in_place(sbuf);
     let args = Args { kind, comm, dt, op, count, root, in_place: place };
     let send = if place { rbuf.cast_const() } else { sbuf };
-    let r = match m.shortcuts.find(&args) {
-        Some(r) => r,
-        None => {
-            let r = resolve(m, &args)?;
-            m.shortcuts.keep(args, r.clone());
-            r
-        }
-    };
+    if first {
+        m.shortcuts.keep(args, resolve(m, &args)?);
+    }
     // SAFETY: the application keeps its buffers valid until the collective completes.
-    Some(unsafe { r.exec(m, kind, comm, send, rbuf, mode) })
+    unsafe { m.shortcuts.run(m, &args, send, rbuf, mode) }
 }
 
 /// What the arguments of a reduction resolve to on the direct path; `None` when the call is
@@ -83,7 +80,9 @@ fn resolve(m: &Mpi, a: &Args) -> Option<Resolved> {
     Some(Resolved { c, dtype: r.dtype, op: Some(r.op), count, root, out_here })
 }
 
+/// A reduction: the shortcut's entry in the caller's frame, anything else out of line.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn reduce(
     m: &Mpi,
     shape: Shape,
@@ -95,7 +94,28 @@ fn reduce(
     mode: Mode,
 ) -> MpiResult {
     if let Shape::Whole { kind, count, root } = shape {
-        if let Some(r) = whole_direct(m, kind, count, root, sbuf, rbuf, dt, op, comm, mode) {
+        if let Some(r) = whole_direct(m, kind, count, root, sbuf, rbuf, dt, op, comm, mode, false) {
+            return r;
+        }
+    }
+    reduce_full(m, shape, sbuf, rbuf, dt, op, comm, mode)
+}
+
+/// [`reduce`] of a call that is not the shortcut's entry.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn reduce_full(
+    m: &Mpi,
+    shape: Shape,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> MpiResult {
+    if let Shape::Whole { kind, count, root } = shape {
+        if let Some(r) = whole_direct(m, kind, count, root, sbuf, rbuf, dt, op, comm, mode, true) {
             return r;
         }
     }
@@ -139,9 +159,7 @@ fn reduce(
         let count = spec_count(r.per_elem);
         let out_here = output != 0;
         let res = Resolved { c, dtype: r.dtype, op: Some(r.op), count, root, out_here };
-        let mut spec = Spec::new(kind, r.dtype);
-        res.fill(&mut spec, if in_place(sbuf) { rbuf.cast_const() } else { sbuf }, rbuf);
-        spec.op = res.op;
+        let mut spec = res.spec(kind, if in_place(sbuf) { rbuf.cast_const() } else { sbuf }, rbuf);
         // SAFETY: the application keeps its buffers valid until the collective completes.
         return unsafe { m.exec_on(c, comm, &mut spec, mode, After::Nothing) };
     }
