@@ -82,7 +82,9 @@ impl Engine {
         tag: i32,
         want_req: bool,
     ) -> Result<Option<ReqId>> {
-        let (hdr, w) = self.send_header(c, coll, buf, len, dst, tag)?;
+        let (w, ctx, src) = self.send_target(c, buf, len, dst, tag)?;
+        let hdr =
+            Header { class: class::EAGER, flags: 0, reserved: 0, ctx: ctx + coll, src, tag, len: len as u64 };
         // SAFETY: the caller guarantees buf/len validity until the request completes.
         let ubuf = unsafe { UserBuf::new(buf as *mut u8, len) };
         let status = user_status(dst, tag, len);
@@ -139,7 +141,8 @@ impl Engine {
         dst: u32,
         tag: i32,
     ) -> Result<ReqId> {
-        let (hdr, w) = self.send_header(c, 0, buf, len, dst, tag)?;
+        let (w, ctx, src) = self.send_target(c, buf, len, dst, tag)?;
+        let hdr = Header { class: class::EAGER, flags: 0, reserved: 0, ctx, src, tag, len: len as u64 };
         let route = self.core.route[w as usize];
         if route == ROUTE_NONE {
             return Err(Error::Transport(TransportError::Invalid(format!(
@@ -168,18 +171,18 @@ impl Engine {
         unsafe { self.start_rndv(c, route as usize, w, dst, hdr, buf, len) }
     }
 
-    /// Check a send's arguments and build its (eager) header; the header and the
-    /// destination's world rank.
+    /// Check a send's arguments: the destination's world rank, the communicator's context id
+    /// and this process's rank in it. The caller builds the (eager) header in place: a header
+    /// returned inside the `Result` was copied twice on the stack on every send.
     #[inline(always)]
-    fn send_header(
+    fn send_target(
         &mut self,
         c: CommId,
-        coll: u32,
         buf: *const u8,
         len: usize,
         dst: u32,
         tag: i32,
-    ) -> Result<(Header, u32)> {
+    ) -> Result<(u32, u32, u32)> {
         if buf.is_null() && len > 0 {
             return Err(Error::InvalidArg("null send buffer with nonzero length".into()));
         }
@@ -195,16 +198,7 @@ impl Engine {
         if self.core.failed.is_failed(w) {
             return Err(Error::ProcFailed { ranks: vec![dst] });
         }
-        let hdr = Header {
-            class: class::EAGER,
-            flags: 0,
-            reserved: 0,
-            ctx: comm.ctx + coll,
-            src: comm.rank,
-            tag,
-            len: len as u64,
-        };
-        Ok((hdr, w))
+        Ok((w, comm.ctx, comm.rank))
     }
 
     /// Rendezvous through transport `t`: expose the buffer, send an RTS carrying our request
