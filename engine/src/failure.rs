@@ -124,24 +124,38 @@ impl Engine {
         let dropped = core.pending.get_mut(w as usize).map(std::mem::take).unwrap_or_default();
         core.n_pending -= dropped.len();
         let mut to_unexpose = Vec::new();
+        let mut split_failed = Vec::new();
         let comms = &core.comms;
-        core.reqs.for_each_mut(|_, r| {
+        core.reqs.for_each_mut(|id, r| {
             // An asynchronous read in flight may still write the user buffer: it completes
             // through the transport (with an error) rather than here.
             // A split receive waits for its sender, whatever rank it was posted for.
-            let split_from_w = matches!(r.phase, Phase::RecvAwaitPut { peer, .. } if peer == w);
+            let split_from_w = matches!(r.phase, Phase::RecvAwaitPut { peer } if peer == w);
             if (r.peer_world != w && !split_from_w)
                 || matches!(r.phase, Phase::Done(_) | Phase::RecvGetting { .. })
                 || matches!(r.phase, Phase::RecvAwaitPut { .. }) && !split_from_w
             {
                 return;
             }
-            if let Phase::SendAwaitFin { key } | Phase::RecvAwaitPut { key, .. } = r.phase {
+            if let Phase::SendAwaitFin { key } = r.phase {
                 to_unexpose.push(key);
+            }
+            if split_from_w {
+                split_failed.push(id);
             }
             let rank = comms.get(r.comm).ok().and_then(|c| c.rank_of_world(w)).unwrap_or(w);
             r.phase = Phase::Done(Err(Error::ProcFailed { ranks: vec![rank] }));
         });
+        // The split receives from `w` leave the split's table; their tails' exposures go.
+        if !split_failed.is_empty() {
+            core.split.awaiting.retain(|a| {
+                let failed = split_failed.contains(&a.req);
+                if failed {
+                    to_unexpose.push(a.key);
+                }
+                !failed
+            });
+        }
         core.unpost_completed();
         let t = core.route[w as usize];
         if (t as usize) < self.transports.len() {

@@ -69,16 +69,23 @@ pub(crate) enum Phase {
     RecvPosted,
     /// Rendezvous receive matched; the transport read is in flight (asynchronous transports).
     RecvGetting { status: Status },
-    /// Split rendezvous receive: the head is read (`head` is its outcome), the sender writes
-    /// the tail into the exposure `key`; completed by its PUT_DONE, or by the failure of `peer`
-    /// (its world rank).
-    RecvAwaitPut { peer: u32, status: Status, key: RKey, head: Result<(), Error>, sreq: u64, ctx: u32 },
+    /// Split rendezvous receive: the head is read, the sender writes the tail; completed by
+    /// its PUT_DONE, or by the failure of `peer` (its world rank). The rest of its state is
+    /// in the split's table (`SplitTodo::awaiting`): a phase that holds no heap data and no
+    /// larger than the others keeps requests small and their drop trivial on the path of
+    /// every small message (a slab insert by `memcpy` and an out-of-line drop of the old
+    /// phase otherwise).
+    RecvAwaitPut { peer: u32 },
     /// An operation of an upper layer (a non-blocking collective, an agreement): completed by
     /// [`crate::Ext::complete_request`].
     Generic,
     /// Finished; the result waits for test/wait.
     Done(Result<Status, Error>),
 }
+
+// Every small message inserts a request and overwrites its phase: no phase may be larger
+// than the completed one's result.
+const _: () = assert!(std::mem::size_of::<Phase>() <= std::mem::size_of::<Result<Status, Error>>());
 
 #[derive(Debug)]
 pub(crate) struct Req {

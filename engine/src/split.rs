@@ -25,6 +25,7 @@ use crate::rndv::{RndvTodo, RTS_BODY};
 use crate::send::{Body, Outgoing};
 use crate::transport::{class, Header, RKey, TransportError};
 use crate::Engine;
+use crate::Status;
 
 /// The split's granularity: the tail starts on a multiple of it (the CTS carries the offset
 /// in these units).
@@ -40,12 +41,28 @@ pub(crate) struct CtsTodo {
     offset: usize,
 }
 
-/// The split rendezvous' work after a poll (both sides).
+/// A split receive waiting for its PUT_DONE (its request is in `Phase::RecvAwaitPut`).
+pub(crate) struct Awaiting {
+    pub(crate) req: ReqId,
+    status: Status,
+    /// The exposure of the tail, which the sender writes.
+    pub(crate) key: RKey,
+    /// Outcome of the head's read.
+    head: Result<(), Error>,
+    /// The sender's request id and the context of its FIN.
+    sreq: u64,
+    ctx: u32,
+}
+
+/// The split rendezvous' work after a poll (both sides), and its receives in progress.
 #[derive(Default)]
 pub(crate) struct SplitTodo {
     cts: Vec<CtsTodo>,
     /// `(peer, ctx, sender request)` of split receives completed by a PUT_DONE.
     fins: Vec<(u32, u32, u64)>,
+    /// Split receives waiting for their PUT_DONE (a few at a time: a window of messages of at
+    /// least the split limit).
+    pub(crate) awaiting: Vec<Awaiting>,
 }
 
 impl SplitTodo {
@@ -123,14 +140,15 @@ impl Engine {
             return Ok(());
         }
         if let Some(r) = self.core.reqs.get_mut(todo.req) {
-            r.phase = Phase::RecvAwaitPut {
-                peer: todo.peer_world,
+            r.phase = Phase::RecvAwaitPut { peer: todo.peer_world };
+            self.core.split.awaiting.push(Awaiting {
+                req: todo.req,
                 status: todo.status,
                 key: rkey,
                 head,
                 sreq: todo.sreq,
                 ctx: todo.ctx,
-            };
+            });
         }
         Ok(())
     }
@@ -220,16 +238,19 @@ impl Core {
             return;
         };
         let cap = r.buf.len();
-        let Phase::RecvAwaitPut { peer: from, status, key, head, sreq, ctx } = &mut r.phase else {
+        let Phase::RecvAwaitPut { peer: from } = r.phase else {
             self.malformed(peer, "PUT_DONE for no split receive");
             return;
         };
-        if *from != peer {
+        if from != peer {
             self.malformed(peer, "PUT_DONE from another peer");
             return;
         }
-        let (status, key, sreq, ctx) = (*status, *key, *sreq, *ctx);
-        let head = std::mem::replace(head, Ok(()));
+        let Some(i) = self.split.awaiting.iter().position(|a| a.req == id) else {
+            self.malformed(peer, "PUT_DONE for no split receive");
+            return;
+        };
+        let Awaiting { status, key, head, sreq, ctx, .. } = self.split.awaiting.swap_remove(i);
         // The sender wrote no tail only when it gave the send up on a revocation (or its write
         // failed like a read does): the receive reports it as a failed read.
         let res = match head {
