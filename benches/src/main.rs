@@ -133,6 +133,12 @@ pub struct Cli {
     /// buffers) or `single` (the whole window into one buffer, OSU's default `-b single`).
     #[arg(long, value_enum, default_value_t = Buffers::Multiple)]
     pub buffers: Buffers,
+    /// latency: rank 0 times each ping-pong by itself (a clock read before the send and one
+    /// after the receive, the round trips' times summed), as OSU 7.2's osu_latency does with
+    /// MPI_Wtime; `weft-bench osu --native` runs its native latency so. Default: one clock
+    /// read around each repetition's whole loop.
+    #[arg(long)]
+    pub time_each: bool,
     /// Hard timeout of each launched job, in seconds (the job's process group is killed).
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,

@@ -74,7 +74,10 @@ fn native(cli: &OsuCli, setup: &Setup, bench: &str) -> Result<Vec<Row>, String> 
         // weft's configuration rejects unknown WEFT_* variables: the job gets none of the driver's.
         c.env_remove("WEFT_RUN").env_remove("WEFT_SUITES");
         c.arg(exe).args(["--worker", "--bench", name, "--min", min, "--max", max]);
-        if name != "latency" {
+        if name == "latency" {
+            // osu_latency times each iteration with two MPI_Wtime calls, summed.
+            c.args(["--time-each", "--reps", "1"]);
+        } else {
             c.args(["--buffers", "single", "--reps", "1"]);
         }
         c
