@@ -178,7 +178,8 @@ pub fn main(args: Vec<String>) -> ExitCode {
 
 // ------------------------------------------------------------------------------ worker
 
-/// (timed calls, warm-up calls) for one size (identical to osu_coll.c).
+/// (timed calls, warm-up calls) for one size: `iters` and a tenth of it, both a tenth above
+/// 8 KiB, as osu_coll.c (whose defaults are `iters` = 1000).
 fn counts(iters: u32, size: u64) -> (u32, u32) {
     let it = if size > 8192 { (iters / 10).max(1) } else { iters };
     (it, it / 10)
