@@ -24,6 +24,27 @@ fn main() {
         let mut dup: MPI_Comm = MPI_COMM_NULL;
         assert_eq!(MPI_Comm_dup(MPI_COMM_WORLD, &mut dup), MPI_SUCCESS);
         MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+        // An allreduce and a broadcast on the world before the failure: the same calls after
+        // it repeat the shortcut entries these make (the exports' direct paths), whose errors
+        // must come back as codes under MPI_ERRORS_RETURN.
+        let one: c_int = 1;
+        let mut sum: c_int = 0;
+        let all_sum = |sum: &mut c_int| {
+            MPI_Allreduce(
+                (&one as *const c_int).cast(),
+                (sum as *mut c_int).cast(),
+                1,
+                MPI_INT,
+                MPI_SUM,
+                MPI_COMM_WORLD,
+            )
+        };
+        let bcast = |b: &mut c_int| MPI_Bcast((b as *mut c_int).cast(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+        assert_eq!(all_sum(&mut sum), MPI_SUCCESS);
+        assert_eq!(sum, size);
+        let mut b: c_int = if rank == 0 { 7 } else { 0 };
+        assert_eq!(bcast(&mut b), MPI_SUCCESS);
+        assert_eq!(b, 7);
         let victim = size - 1;
         if rank == victim {
             libc::raise(libc::SIGKILL);
@@ -44,6 +65,8 @@ fn main() {
         assert_eq!(revoked, 1);
         let rc = MPI_Barrier(MPI_COMM_WORLD);
         assert_eq!(rc, MPIX_ERR_REVOKED, "operations on a revoked communicator fail");
+        assert_eq!(all_sum(&mut sum), MPIX_ERR_REVOKED, "a repeated allreduce fails with its code");
+        assert_eq!(bcast(&mut b), MPIX_ERR_REVOKED, "a repeated broadcast fails with its code");
 
         let mut shrunk: MPI_Comm = MPI_COMM_NULL;
         assert_eq!(MPIX_Comm_shrink(MPI_COMM_WORLD, &mut shrunk), MPI_SUCCESS);

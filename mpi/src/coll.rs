@@ -14,14 +14,16 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use weft::ops::OpsCore;
+use weft::EngineError;
 use weft_coll::{DType, Kind, Spec};
 
 use crate::abi::*;
 use crate::comm::CommRef;
 use crate::datatype::TypeInfo;
 use crate::error::{err, MpiErr, MpiResult};
+use crate::p2p::engine_error;
 use crate::request::{self, After, Req};
-use crate::state::{call, multiple, Mpi, On};
+use crate::state::{self, call, multiple, Mpi, On};
 use crate::{export, put};
 
 use crate::shortcut::{Args, Resolved};
@@ -250,11 +252,63 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
+/// A blocking collective of the exported function `name` whose arguments `a` are the
+/// shortcut's entry, run below `MPI_THREAD_MULTIPLE` without [`call`]: the code to return, an
+/// error or a panic having gone to the communicator's error handler as under [`call`]; `None`
+/// if `a` is not the entry (or the entry is in use).
+///
+/// `KIND` is `a.kind` as a `u8`: one instantiation per kind, so that each exported function
+/// has its own panic catch, which the compiler inlines into its one caller (a catch shared by
+/// several functions stays out of line: about 30 more instructions per call).
+///
+/// # Safety
+/// The application's buffers `send` and `recv` are valid for the call; MPI runs below
+/// `MPI_THREAD_MULTIPLE` (`m` came from [`state::direct`]).
+#[inline(always)]
+pub(crate) unsafe fn run_direct<const KIND: u8>(
+    m: &Mpi,
+    name: &'static str,
+    a: &Args,
+    send: *const c_void,
+    recv: *mut c_void,
+) -> Option<c_int> {
+    debug_assert_eq!(a.kind as u8, KIND);
+    let on = On::Comm(a.comm);
+    let run = |c: CommRef, spec: &mut Spec| {
+        // SAFETY: the entry's spec holds the application's buffers (forwarded contract).
+        unsafe { m.core.run_bare(c.id, c.rank, c.size, spec) }.map_err(boxed)
+    };
+    // SAFETY: forwarded contract.
+    match state::catching(m, name, on, || unsafe { m.shortcuts.run_blocking(a, send, recv, run) }) {
+        Ok(None) => None,
+        Ok(Some(Ok(()))) => Some(MPI_SUCCESS),
+        Ok(Some(Err(e))) => Some(engine_error(m, name, on, *e)),
+        Err(code) => Some(code),
+    }
+}
+
+/// An operations-core error of a direct path, boxed so that the path's result is a pointer
+/// wide (no copies of the error's bytes on success).
+#[cold]
+#[inline(never)]
+fn boxed(e: EngineError) -> Box<EngineError> {
+    Box::new(e)
+}
+
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            // Only the core id is needed: no rank or size.
-            return Ok(m.core.barrier(m.comm(comm)?)?);
+            // Only the core id is needed: no rank or size. An intracommunicator becomes the
+            // barrier shortcut.
+            let id = {
+                let comms = m.comms.borrow();
+                let c = comms.get(comm).ok_or_else(|| crate::comm::invalid(comm))?;
+                if c.inter.is_none() {
+                    m.shortcuts.keep_barrier(comm, c.id);
+                }
+                c.id
+            };
+            return Ok(m.core.barrier(id)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);
@@ -329,8 +383,26 @@ fn bcast_full(
 export! {
     /// `MPI_Barrier`.
     fn MPI_Barrier / PMPI_Barrier(comm: MPI_Comm) {
-        call("MPI_Barrier", On::Comm(comm), |m| barrier(m, comm, Mode::Blocking))
+        if let Some(m) = state::direct() {
+            if let Some(id) = m.shortcuts.barrier(comm) {
+                let on = On::Comm(comm);
+                return match state::catching(m, "MPI_Barrier", on, || m.core.barrier(id).map_err(boxed)) {
+                    Ok(Ok(())) => MPI_SUCCESS,
+                    Ok(Err(e)) => engine_error(m, "MPI_Barrier", on, *e),
+                    Err(code) => code,
+                };
+            }
+        }
+        barrier_slow(comm)
     }
+}
+
+/// `MPI_Barrier` off its direct path: the first barrier on a communicator (an
+/// intracommunicator becomes the shortcut), `MPI_THREAD_MULTIPLE`, bad handles.
+#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
+#[inline(never)]
+fn barrier_slow(comm: MPI_Comm) -> c_int {
+    call("MPI_Barrier", On::Comm(comm), |m| barrier(m, comm, Mode::Blocking))
 }
 
 export! {
@@ -343,8 +415,29 @@ export! {
 export! {
     /// `MPI_Bcast`.
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) {
-        call("MPI_Bcast", On::Comm(comm), |m| bcast(m, buffer, count, datatype, root, comm, Mode::Blocking))
+        if let Some(m) = state::direct() {
+            let args = Args { kind: Kind::Bcast, comm, dt: datatype, op: MPI_OP_NULL, count, root, in_place: false };
+            // SAFETY: the application's buffer, valid for the call; `m` is the direct instance.
+            if let Some(code) = unsafe { run_direct::<{ Kind::Bcast as u8 }>(m, "MPI_Bcast", &args, std::ptr::null(), buffer) } {
+                return code;
+            }
+        }
+        bcast_slow(buffer, count, datatype, root, comm)
     }
+}
+
+/// `MPI_Bcast` off its direct path: a call that is not the shortcut's entry (the first of its
+/// arguments makes it the entry), `MPI_THREAD_MULTIPLE`.
+#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
+#[inline(never)]
+fn bcast_slow(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Bcast", On::Comm(comm), |m| bcast(m, buffer, count, datatype, root, comm, Mode::Blocking))
 }
 
 export! {

@@ -361,7 +361,7 @@ export! {
 /// An operations-core error of a direct path, to the error handler; the code to return.
 #[cold]
 #[inline(never)]
-fn engine_error(m: &Mpi, name: &'static str, on: On, e: EngineError) -> c_int {
+pub(crate) fn engine_error(m: &Mpi, name: &'static str, on: On, e: EngineError) -> c_int {
     state::raise_cold(m, name, on, e.into())
 }
 

@@ -11,6 +11,9 @@
 //!   (an intracommunicator, a dense committed type) with the core communicator and the type's
 //!   size; before the first one and after a free, `MPI_COMM_WORLD` and `MPI_BYTE` (neither
 //!   can be freed), so the entry is never empty and a lookup is two comparisons.
+//! - Barrier: the intracommunicator handle of the last blocking barrier with its core
+//!   communicator; `MPI_COMM_WORLD` before the first one and after a free, so a lookup is one
+//!   comparison.
 //!
 //! Invariant: an entry holds only handles that were live when it was made, and freeing a
 //! communicator or a datatype clears every entry, so a handle value found here still names
@@ -99,6 +102,8 @@ pub(crate) struct Shortcuts {
     /// that run drops its entry when it ends.
     stale: Cell<bool>,
     p2p: Cell<Peer>,
+    /// The barrier entry: a communicator handle and its core communicator.
+    barrier: Cell<(MPI_Comm, CommId)>,
     /// The core communicator of `MPI_COMM_WORLD`, for the point-to-point entry's default.
     world: CommId,
 }
@@ -111,6 +116,7 @@ impl Shortcuts {
             reduce: RefCell::new(None),
             bcast: RefCell::new(None),
             p2p: Cell::new(Self::world_peer(world)),
+            barrier: Cell::new((MPI_COMM_WORLD, world)),
             stale: Cell::new(false),
             world,
         }
@@ -148,23 +154,47 @@ impl Shortcuts {
         recv: *mut c_void,
         mode: Mode,
     ) -> Option<MpiResult> {
+        if let (Mode::Blocking, false) = (mode, multiple()) {
+            // SAFETY: forwarded contract.
+            // SAFETY: forwarded contract (the spec holds the application's buffers).
+            let run = |c: CommRef, spec: &mut Spec| unsafe { m.core.run_bare(c.id, c.rank, c.size, spec) };
+            // SAFETY: forwarded contract.
+            return unsafe { self.run_blocking(a, send, recv, run) }.map(|r| r.map_err(MpiErr::from));
+        }
         let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
         let d = g.as_mut().filter(|d| d.args == *a)?;
         d.spec.send = send.cast();
         d.spec.recv = if d.out_here { recv.cast() } else { std::ptr::null_mut() };
-        if let (Mode::Blocking, false) = (mode, multiple()) {
-            // SAFETY: forwarded contract.
-            let r = unsafe { m.core.run_bare(d.c.id, d.c.rank, d.c.size, &mut d.spec) };
-            if self.stale.get() {
-                self.stale.set(false);
-                *g = None;
-            }
-            return Some(r.map_err(MpiErr::from));
-        }
         let (c, mut spec) = (d.c, d.spec.clone());
         drop(g);
         // SAFETY: forwarded contract.
         Some(unsafe { m.exec_direct(c, a.comm, &mut spec, mode) })
+    }
+
+    /// [`Shortcuts::run`] of a blocking call below `MPI_THREAD_MULTIPLE` (the caller knows
+    /// the thread level): `run` runs the entry's spec in place, on the entry's communicator,
+    /// holding the entry; its result.
+    ///
+    /// # Safety
+    /// As [`Shortcuts::run`]; MPI runs below `MPI_THREAD_MULTIPLE`.
+    #[inline(always)]
+    pub(crate) unsafe fn run_blocking<R>(
+        &self,
+        a: &Args,
+        send: *const c_void,
+        recv: *mut c_void,
+        run: impl FnOnce(CommRef, &mut Spec<'static>) -> R,
+    ) -> Option<R> {
+        let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
+        let d = g.as_mut().filter(|d| d.args == *a)?;
+        d.spec.send = send.cast();
+        d.spec.recv = if d.out_here { recv.cast() } else { std::ptr::null_mut() };
+        let r = run(d.c, &mut d.spec);
+        if self.stale.get() {
+            self.stale.set(false);
+            *g = None;
+        }
+        Some(r)
     }
 
     /// Remember that `a` resolved to `r` (both checked by the direct path); nothing if the
@@ -193,6 +223,19 @@ impl Shortcuts {
         self.p2p.set(Peer { comm, dt, id, size });
     }
 
+    /// The core communicator of `comm` if it is the barrier entry.
+    #[inline(always)]
+    pub(crate) fn barrier(&self, comm: MPI_Comm) -> Option<CommId> {
+        let (h, id) = self.barrier.get();
+        (h == comm).then_some(id)
+    }
+
+    /// Remember that intracommunicator `comm` is core communicator `id`.
+    #[inline]
+    pub(crate) fn keep_barrier(&self, comm: MPI_Comm, id: CommId) {
+        self.barrier.set((comm, id));
+    }
+
     /// Forget every entry: a communicator or a datatype was freed.
     pub(crate) fn clear(&self) {
         for slot in [&self.reduce, &self.bcast] {
@@ -202,6 +245,7 @@ impl Shortcuts {
             }
         }
         self.p2p.set(Self::world_peer(self.world));
+        self.barrier.set((MPI_COMM_WORLD, self.world));
     }
 }
 
@@ -230,7 +274,14 @@ mod tests {
         let world = CommId::from_raw(7);
         let s = Shortcuts::new(world);
         assert_eq!(s.peer(MPI_COMM_WORLD, MPI_BYTE), Some((world, 1)), "the default entry");
+        assert_eq!(s.barrier(MPI_COMM_WORLD), Some(world), "the default barrier entry");
+        s.keep_barrier(MPI_COMM_SELF, CommId::from_raw(3));
+        assert_eq!(s.barrier(MPI_COMM_SELF), Some(CommId::from_raw(3)));
+        assert!(s.barrier(MPI_COMM_WORLD).is_none(), "replaced");
+        s.clear();
         assert!(s.peer(MPI_COMM_WORLD, MPI_INT).is_none());
+        assert!(s.barrier(MPI_COMM_SELF).is_none());
+        assert_eq!(s.barrier(MPI_COMM_WORLD), Some(world), "the barrier entry back to the default");
         assert!(s.count_of(&args(Kind::Allreduce, 2)).is_none());
         s.keep(args(Kind::Allreduce, 2), resolved(2));
         assert_eq!(s.count_of(&args(Kind::Allreduce, 2)), Some(2));

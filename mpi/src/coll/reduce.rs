@@ -11,14 +11,14 @@ use std::ffi::{c_int, c_void};
 use weft_coll::{Kind, Spec};
 
 use super::stage::{self, Region, Staged};
-use super::{count_of, counts_at, in_place, launch, root_in, Mode};
+use super::{count_of, counts_at, in_place, launch, root_in, run_direct, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
 use crate::op::fast_reduction;
 use crate::request::After;
 use crate::shortcut::{Args, Resolved};
-use crate::state::{call, Mpi, On};
+use crate::state::{self, call, Mpi, On};
 
 /// The shape of a reduction: which collective, and how many elements each rank receives.
 enum Shape {
@@ -197,18 +197,93 @@ fn reduce_full(
     unsafe { launch(m, comm, &mut spec, send, recv, mode) }
 }
 
-coll_pair! {
-    /// `MPI_Reduce` / `MPI_Ireduce`.
-    MPI_Reduce / PMPI_Reduce, MPI_Ireduce / PMPI_Ireduce,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm),
-    comm, |m, mode| reduce(m, Shape::Whole { kind: Kind::Reduce, count, root }, sendbuf, recvbuf, datatype, op, comm, mode)
+/// A blocking reduce or allreduce (`KIND`: `Kind::Reduce` or `Kind::Allreduce` as a `u8`):
+/// below `MPI_THREAD_MULTIPLE` a call that is the shortcut's entry runs it without [`call`];
+/// anything else goes out of line.
+///
+/// # Safety
+/// As `MPI_Reduce` / `MPI_Allreduce`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn whole_blocking<const KIND: u8>(
+    count: c_int,
+    root: c_int,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    let (kind, name) = if KIND == Kind::Allreduce as u8 {
+        (Kind::Allreduce, "MPI_Allreduce")
+    } else {
+        (Kind::Reduce, "MPI_Reduce")
+    };
+    if let Some(m) = state::direct() {
+        let place = in_place(sbuf);
+        let args = Args { kind, comm, dt, op, count, root, in_place: place };
+        let send = if place { rbuf.cast_const() } else { sbuf };
+        // SAFETY: the application's buffers, valid for the call; `m` is the direct instance.
+        if let Some(code) = unsafe { run_direct::<KIND>(m, name, &args, send, rbuf) } {
+            return code;
+        }
+    }
+    whole_slow(name, kind, count, root, sbuf, rbuf, dt, op, comm)
 }
 
-coll_pair! {
-    /// `MPI_Allreduce` / `MPI_Iallreduce`.
-    MPI_Allreduce / PMPI_Allreduce, MPI_Iallreduce / PMPI_Iallreduce,
-    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm),
-    comm, |m, mode| reduce(m, Shape::Whole { kind: Kind::Allreduce, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, mode)
+/// [`whole_blocking`] off its direct path: a call that is not the shortcut's entry (the first
+/// of its arguments makes it the entry), `MPI_THREAD_MULTIPLE`.
+#[allow(clippy::too_many_arguments)]
+#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
+#[inline(never)]
+fn whole_slow(
+    name: &'static str,
+    kind: Kind,
+    count: c_int,
+    root: c_int,
+    sbuf: *const c_void,
+    rbuf: *mut c_void,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call(name, On::Comm(comm), |m| {
+        reduce(m, Shape::Whole { kind, count, root }, sbuf, rbuf, dt, op, comm, Mode::Blocking)
+    })
+}
+
+export! {
+    /// `MPI_Reduce`.
+    fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) {
+        // SAFETY: forwarded contract.
+        unsafe { whole_blocking::<{ Kind::Reduce as u8 }>(count, root, sendbuf, recvbuf, datatype, op, comm) }
+    }
+}
+
+export! {
+    /// `MPI_Ireduce`.
+    fn MPI_Ireduce / PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
+        call("MPI_Ireduce", On::Comm(comm), |m| {
+            reduce(m, Shape::Whole { kind: Kind::Reduce, count, root }, sendbuf, recvbuf, datatype, op, comm, Mode::Start(request))
+        })
+    }
+}
+
+export! {
+    /// `MPI_Allreduce`.
+    fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) {
+        // SAFETY: forwarded contract.
+        unsafe { whole_blocking::<{ Kind::Allreduce as u8 }>(count, 0, sendbuf, recvbuf, datatype, op, comm) }
+    }
+}
+
+export! {
+    /// `MPI_Iallreduce`.
+    fn MPI_Iallreduce / PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) {
+        call("MPI_Iallreduce", On::Comm(comm), |m| {
+            reduce(m, Shape::Whole { kind: Kind::Allreduce, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, Mode::Start(request))
+        })
+    }
 }
 
 coll_pair! {
