@@ -83,6 +83,16 @@ struct Direct {
     spec: Spec<'static>,
 }
 
+impl Direct {
+    /// Put a call's buffers into the entry's spec (a broadcast's buffer is `recv`; a rank
+    /// without output gets none).
+    #[inline(always)]
+    fn set_buffers(&mut self, send: *const c_void, recv: *mut c_void) {
+        self.spec.send = send.cast();
+        self.spec.recv = if self.out_here { recv.cast() } else { std::ptr::null_mut() };
+    }
+}
+
 /// The point-to-point entry: communicator and datatype handles, the core communicator and the
 /// type's size in bytes.
 #[derive(Clone, Copy)]
@@ -155,7 +165,6 @@ impl Shortcuts {
         mode: Mode,
     ) -> Option<MpiResult> {
         if let (Mode::Blocking, false) = (mode, multiple()) {
-            // SAFETY: forwarded contract.
             // SAFETY: forwarded contract (the spec holds the application's buffers).
             let run = |c: CommRef, spec: &mut Spec| unsafe { m.core.run_bare(c.id, c.rank, c.size, spec) };
             // SAFETY: forwarded contract.
@@ -163,8 +172,7 @@ impl Shortcuts {
         }
         let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
         let d = g.as_mut().filter(|d| d.args == *a)?;
-        d.spec.send = send.cast();
-        d.spec.recv = if d.out_here { recv.cast() } else { std::ptr::null_mut() };
+        d.set_buffers(send, recv);
         let (c, mut spec) = (d.c, d.spec.clone());
         drop(g);
         // SAFETY: forwarded contract.
@@ -187,8 +195,7 @@ impl Shortcuts {
     ) -> Option<R> {
         let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
         let d = g.as_mut().filter(|d| d.args == *a)?;
-        d.spec.send = send.cast();
-        d.spec.recv = if d.out_here { recv.cast() } else { std::ptr::null_mut() };
+        d.set_buffers(send, recv);
         let r = run(d.c, &mut d.spec);
         if self.stale.get() {
             self.stale.set(false);

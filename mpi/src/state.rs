@@ -160,7 +160,7 @@ pub(crate) fn call(name: &'static str, on: On, f: impl FnOnce(&'static Mpi) -> M
     let r = match catch_unwind(AssertUnwindSafe(|| f(mpi))) {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(e)) => e,
-        Err(p) => MpiErr::new(MPI_ERR_INTERN, format!("internal error (panic): {}", panic_text(&p))),
+        Err(p) => panic_error(&p),
     };
     let code = errhandler::raise(mpi, name, on, r);
     drop(guard);
@@ -198,8 +198,12 @@ pub(crate) fn raise_cold(mpi: &Mpi, name: &'static str, on: On, e: MpiErr) -> c_
 #[cold]
 #[inline(never)]
 fn raise_panic(mpi: &Mpi, name: &'static str, on: On, p: Box<dyn std::any::Any + Send>) -> c_int {
-    let e = MpiErr::new(MPI_ERR_INTERN, format!("internal error (panic): {}", panic_text(&p)));
-    errhandler::raise(mpi, name, on, e)
+    errhandler::raise(mpi, name, on, panic_error(&p))
+}
+
+/// A panic caught in a call, as the `MPI_ERR_INTERN` it reports.
+fn panic_error(p: &Box<dyn std::any::Any + Send>) -> MpiErr {
+    MpiErr::new(MPI_ERR_INTERN, format!("internal error (panic): {}", panic_text(p)))
 }
 
 /// Like [`call`] for the functions that may run before `MPI_Init` and after `MPI_Finalize`

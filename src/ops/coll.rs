@@ -36,9 +36,6 @@ impl OpsCore {
     pub fn barrier(&self, c: CommId) -> EngineResult<()> {
         // SAFETY: a barrier has no buffers.
         let local = unsafe { self.run(c, &BARRIER.0) };
-        if !self.ft.may_be_uniform() {
-            return local;
-        }
         self.uniform_after(c, local)
     }
 
