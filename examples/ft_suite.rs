@@ -636,8 +636,13 @@ fn data_path(w: &Weft, c: &Comm, me: u32, n: u32) {
         }
         // Rank 0 revokes and agrees at once (control path: its communicator is revoked);
         // the others start before they handle the revoke (data path) and must convert.
+        // The barrier on `sub` after the one on `d`: rank 0 may leave a barrier before the
+        // others have (a dissemination barrier's last messages are still in flight), and a
+        // revoke reaching a rank still inside `d`'s barrier rightly ends it with REVOKED.
+        // Everyone has left `d`'s barrier once `sub`'s returns at rank 0.
         let d = ok("dup", sub.dup());
         ok("barrier", d.barrier());
+        ok("barrier", sub.barrier());
         if me == 0 {
             ok("revoke", d.revoke());
         } else {
