@@ -5,9 +5,10 @@
 //! implements it, so one build of OSU (with MPICH's `mpicc_abi`) is timed on both libraries by
 //! switching the library path: MPICH's under its own launcher (`mpiexec` of the same
 //! installation, `-bind-to core`), weft's under `weft-run` with weft's `libmpi_abi.so.1` first on
-//! `LD_LIBRARY_PATH` (ranks pinned one per core, weft's default). Rounds alternate the two
-//! libraries, so the machine's slow and fast phases hit both alike; the median of the rounds is
-//! reported.
+//! `LD_LIBRARY_PATH` (ranks pinned one per core, weft's default). Each round runs every library
+//! once per benchmark, back to back, in an order that rotates from round to round (so no library
+//! always runs first, or right after another); ratios are formed within a round and their median
+//! over the rounds is reported (`report.rs`).
 //!
 //! Files: `build.rs` (unpacking and building OSU once), `run.rs` (one benchmark on one library),
 //! `parse.rs` (OSU's output), `report.rs` (the table).
@@ -40,7 +41,7 @@ pub struct OsuCli {
     #[arg(long, default_value = "8:1048576")]
     pub sizes: String,
     /// Interleaved rounds (weft and MPICH once each per round).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=500))]
     pub rounds: u32,
     /// Extra arguments for every OSU run (e.g. `-i 2000`).
     #[arg(long, allow_hyphen_values = true, default_value = "")]
@@ -60,6 +61,9 @@ pub struct OsuCli {
     /// Print CSV (`benchmark,size,impl,value,unit`) instead of a table.
     #[arg(long)]
     pub csv: bool,
+    /// Print every run's value (`round,benchmark,size,impl,value`) instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub raw: bool,
     /// Start each weft rank in its own session (`setsid -w`), as MPICH's hydra does with its
     /// ranks. Under Linux autogroup scheduling (`/proc/sys/kernel/sched_autogroup_enabled`)
     /// a session is a scheduling group, so on a loaded machine MPICH's ranks otherwise each
@@ -88,13 +92,14 @@ pub fn main(args: Vec<String>) -> ExitCode {
     for round in 0..cli.rounds {
         for bench in &cli.bench {
             let native = cli.native && run::native_name(bench).is_some();
-            let libs: &[run::Lib] = if native {
-                &[run::Lib::Mpich, run::Lib::Weft, run::Lib::Native]
-            } else {
-                &[run::Lib::Mpich, run::Lib::Weft]
-            };
-            for &lib in libs {
-                match run::one(&cli, &setup, bench, lib) {
+            let mut libs = vec![run::Lib::Mpich, run::Lib::Weft];
+            if native {
+                libs.push(run::Lib::Native);
+            }
+            let k = round as usize % libs.len();
+            libs.rotate_left(k);
+            for lib in libs {
+                match run::one(&cli, &setup, bench, lib, round) {
                     Ok(r) => rows.extend(r),
                     Err(e) => {
                         eprintln!("weft-bench osu: round {round}: osu_{bench} on {}: {e}", lib.name());
@@ -105,7 +110,9 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
     }
     let table = report::Table::new(&rows);
-    if cli.csv {
+    if cli.raw {
+        print!("{}", report::Table::raw(&rows));
+    } else if cli.csv {
         print!("{}", table.csv());
     } else {
         print!("{}", table.text(cli.ranks, cli.rounds));

@@ -65,7 +65,7 @@ pub fn native_name(bench: &str) -> Option<&'static str> {
 /// The point-to-point ones run as workers under `weft-run` exactly as the OSU program does on
 /// weft (same binding, same sessions); bw and bibw as OSU does by default: a window's
 /// receives into one buffer, one timed loop per run.
-fn native(cli: &OsuCli, setup: &Setup, bench: &str) -> Result<Vec<Row>, String> {
+fn native(cli: &OsuCli, setup: &Setup, bench: &str, round: u32) -> Result<Vec<Row>, String> {
     let name = native_name(bench).ok_or_else(|| format!("weft-bench has no native {bench}"))?;
     let (min, max) = cli.sizes.split_once(':').unwrap_or(("1", cli.sizes.as_str()));
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -104,6 +104,7 @@ fn native(cli: &OsuCli, setup: &Setup, bench: &str) -> Result<Vec<Row>, String> 
             let f: Vec<&str> = l.split(',').collect();
             (f.len() == 5 && f[0] == name).then(|| {
                 Some(Row {
+                    round,
                     bench: bench.to_string(),
                     size: f[1].parse().ok()?,
                     lib: "native",
@@ -114,10 +115,10 @@ fn native(cli: &OsuCli, setup: &Setup, bench: &str) -> Result<Vec<Row>, String> 
         .collect())
 }
 
-/// Run `osu_<bench>` once on `lib`; its result rows.
-pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row>, String> {
+/// Run `osu_<bench>` once on `lib` in round `round`; its result rows.
+pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib, round: u32) -> Result<Vec<Row>, String> {
     if lib == Lib::Native {
-        return native(cli, setup, bench);
+        return native(cli, setup, bench, round);
     }
     let prog = program(setup, bench)?;
     let n = cli.ranks.to_string();
@@ -151,7 +152,7 @@ pub fn one(cli: &OsuCli, setup: &Setup, bench: &str, lib: Lib) -> Result<Vec<Row
     }
     let rows: Vec<Row> = super::parse::results(&done.stdout)
         .into_iter()
-        .map(|(size, value)| Row { bench: bench.to_string(), size, lib: lib.name(), value })
+        .map(|(size, value)| Row { round, bench: bench.to_string(), size, lib: lib.name(), value })
         .collect();
     if rows.is_empty() {
         return Err(format!("no results in its output: {}", tail(&done.stdout)));
