@@ -276,8 +276,17 @@ impl Board {
 mod tests {
     use super::*;
 
+    /// Held by every test that polls: a poll records the launcher's observation time in a
+    /// process-wide value (`client::launcher_seen_ns`), which one test checks.
+    static POLLS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn polls() -> std::sync::MutexGuard<'static, ()> {
+        POLLS.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn deaths_reach_the_other_ranks_once_and_respawns_start_clean() {
+        let _polls = polls();
         let w = BoardWriter::create(4).unwrap();
         let reader = |me: usize| Board {
             map: Box::leak(Box::new(Mapping::map(&w.fd.try_clone().unwrap(), 4).unwrap())),
@@ -312,6 +321,7 @@ mod tests {
 
     #[test]
     fn a_node_is_reported_in_one_poll() {
+        let _polls = polls();
         let w = BoardWriter::create(6).unwrap();
         let mut r0 = reader_of(&w, 0);
         let mut r4 = reader_of(&w, 4);
@@ -326,6 +336,7 @@ mod tests {
 
     #[test]
     fn the_last_reader_wakes_the_launcher_through_another_mapping() {
+        let _polls = polls();
         let w = BoardWriter::create(3).unwrap();
         let readers: Vec<Board> = (0..2).map(|me| reader_of(&w, me)).collect();
         w.mark_dead(&[2], 7, 2);
