@@ -298,17 +298,12 @@ fn boxed(e: EngineError) -> Box<EngineError> {
 fn barrier(m: &Mpi, comm: MPI_Comm, mode: Mode) -> MpiResult {
     if let Mode::Blocking = mode {
         if !multiple() {
-            // Only the core id is needed: no rank or size. An intracommunicator becomes the
-            // barrier shortcut.
-            let id = {
-                let comms = m.comms.borrow();
-                let c = comms.get(comm).ok_or_else(|| crate::comm::invalid(comm))?;
-                if c.inter.is_none() {
-                    m.shortcuts.keep_barrier(comm, c.id);
-                }
-                c.id
-            };
-            return Ok(m.core.barrier(id)?);
+            // An intracommunicator becomes the barrier shortcut.
+            let c = m.comm_ref(comm)?;
+            if !c.inter {
+                m.shortcuts.keep_barrier(comm, c.id);
+            }
+            return Ok(m.core.barrier(c.id)?);
         }
     }
     let mut spec = Spec::new(Kind::Barrier, DType::Byte);

@@ -111,7 +111,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     }
     let table = report::Table::new(&rows);
     if cli.raw {
-        print!("{}", report::Table::raw(&rows));
+        print!("{}", report::raw(&rows));
     } else if cli.csv {
         print!("{}", table.csv());
     } else {

@@ -148,15 +148,15 @@ impl Table {
         }
         s
     }
+}
 
-    /// Every run's value, one line each (`round,benchmark,size,impl,value`).
-    pub fn raw(rows: &[Row]) -> String {
-        let mut s = String::from("round,benchmark,size,impl,value\n");
-        for r in rows {
-            s += &format!("{},osu_{},{},{},{}\n", r.round, r.bench, r.size, r.lib, r.value);
-        }
-        s
+/// Every run's value, one line each (`round,benchmark,size,impl,value`).
+pub fn raw(rows: &[Row]) -> String {
+    let mut s = String::from("round,benchmark,size,impl,value\n");
+    for r in rows {
+        s += &format!("{},osu_{},{},{},{}\n", r.round, r.bench, r.size, r.lib, r.value);
     }
+    s
 }
 
 #[cfg(test)]
