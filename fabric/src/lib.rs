@@ -25,6 +25,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod attr;
 pub mod av;
 pub mod cq;
 pub mod data;

@@ -35,6 +35,7 @@ use std::rc::Rc;
 use weft_engine::transport::{GetStatus, Header, RKey, Transport, TransportError};
 use weft_fabric_sys as sys;
 
+use crate::attr::MrMode;
 use crate::av::Av;
 use crate::cq::Cq;
 use crate::data::CqEntry;
@@ -43,7 +44,7 @@ use crate::ep::Endpoint;
 use crate::error::{is_connection_loss, strerror, FabricError};
 use crate::fabric::Fabric;
 use crate::info::{self, Info};
-use crate::mr::{Mr, MrMode};
+use crate::mr::Mr;
 use crate::rcache::{Invalidation, RCache, RCacheStats, RegId};
 
 /// Transport settings (the facade fills them from `WEFT_*` variables).
