@@ -16,7 +16,7 @@
 //! 3. Without a provider name, the best match by [`provider_rank`] wins: `verbs;ofi_rxm`,
 //!    `cxi`, `efa`, `psm3`, `opx`, `psm2`, `tcp;ofi_rxm`, then anything else. Entries whose
 //!    `mr_mode` needs a registration mode the transport does not implement
-//!    (`mr::MrMode::from_bits`) are passed over. `shm`, `udp`,
+//!    (`attr::MrMode::from_bits`) are passed over. `shm`, `udp`,
 //!    `sockets`, `ofi_rxd` and `net` stacks and the RDM-native `tcp` are never chosen unless
 //!    named explicitly (`net`, libfabric 1.17's RDM-native tcp, and `tcp`, its successor from
 //!    1.18 on, are faster for small messages than `tcp;ofi_rxm` but can leave a dead peer
@@ -34,20 +34,9 @@ use std::ptr;
 
 use weft_fabric_sys as sys;
 
+use crate::attr::{MrMode, REQUIRED_CAPS, SUPPORTED_MR_MODE};
 use crate::error::{ret_msg, FabricError};
 use crate::library;
-use crate::mr::MrMode;
-
-/// Capabilities the transport needs.
-pub const REQUIRED_CAPS: u64 =
-    (sys::FI_TAGGED | sys::FI_RMA | sys::FI_SEND | sys::FI_RECV | sys::FI_READ | sys::FI_REMOTE_READ) as u64;
-
-/// Memory-registration modes the transport implements.
-pub const SUPPORTED_MR_MODE: u64 = (sys::FI_MR_LOCAL
-    | sys::FI_MR_VIRT_ADDR
-    | sys::FI_MR_ALLOCATED
-    | sys::FI_MR_PROV_KEY
-    | sys::FI_MR_ENDPOINT) as u64;
 
 /// An owned `fi_info` list (freed with `fi_freeinfo`).
 pub struct Info {

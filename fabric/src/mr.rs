@@ -1,53 +1,15 @@
-//! `fid_mr`: registered memory, honouring the provider's `mr_mode` bits.
+//! `fid_mr`: registered memory, honouring the provider's `mr_mode` bits (decoded in
+//! [`crate::attr`] as [`MrMode`]).
 
 use std::ptr;
 use std::rc::Rc;
 
 use weft_fabric_sys as sys;
 
+use crate::attr::MrMode;
 use crate::domain::Domain;
 use crate::ep::Endpoint;
 use crate::error::{ret_msg, FabricError};
-
-/// How the provider wants memory registered (from `domain_attr.mr_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MrMode {
-    /// `FI_MR_LOCAL`: local buffers of data transfers need a descriptor.
-    pub local: bool,
-    /// `FI_MR_VIRT_ADDR`: remote addresses are virtual addresses, otherwise offsets from
-    /// the start of the region.
-    pub virt_addr: bool,
-    /// `FI_MR_PROV_KEY`: the provider chooses keys; otherwise we request unique ones.
-    pub prov_key: bool,
-    /// `FI_MR_ENDPOINT`: regions must be bound to the endpoint and enabled.
-    pub endpoint: bool,
-    /// `FI_MR_ALLOCATED`: only backed memory may be registered (always true for us).
-    pub allocated: bool,
-}
-
-impl MrMode {
-    /// Decode `mr_mode` bits; `FI_MR_RAW` (keys wider than 64 bits), `FI_MR_MMU_NOTIFY`,
-    /// `FI_MR_RMA_EVENT` and `FI_MR_HMEM` are not implemented.
-    pub fn from_bits(bits: u64, key_size: usize) -> Result<MrMode, FabricError> {
-        let unsupported = bits & !crate::info::SUPPORTED_MR_MODE;
-        if unsupported != 0 {
-            return Err(FabricError::MrMode(format!("mr_mode bits {unsupported:#x} are not implemented")));
-        }
-        if key_size > 8 {
-            return Err(FabricError::MrMode(format!(
-                "{key_size}-byte MR keys (only 64-bit keys fit an RKey)"
-            )));
-        }
-        let has = |b: u32| bits & b as u64 != 0;
-        Ok(MrMode {
-            local: has(sys::FI_MR_LOCAL),
-            virt_addr: has(sys::FI_MR_VIRT_ADDR),
-            prov_key: has(sys::FI_MR_PROV_KEY),
-            endpoint: has(sys::FI_MR_ENDPOINT),
-            allocated: has(sys::FI_MR_ALLOCATED),
-        })
-    }
-}
 
 /// A registered region. Holds its domain (and, with `FI_MR_ENDPOINT`, its endpoint) so that
 /// they close after it.
