@@ -1,0 +1,272 @@
+//! The C ABI's errors: the [`weft_error`] codes, the code of every engine and facade error,
+//! the failure a call body returns ([`Fail`]) and the message it leaves for
+//! [`weft_last_error`], and the text of every code ([`weft_error_string`]).
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::panic::catch_unwind;
+
+use crate::{EngineError, Error};
+
+/// Error codes. Each engine/facade error variant has exactly one code; `WEFT_ERR_ARG` also
+/// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED`,
+/// `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and `WEFT_ERR_DATATYPE` exist only in
+/// the C ABI. New codes are appended, so existing values never change.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum weft_error {
+    WEFT_SUCCESS = 0,
+    /// `InvalidRank`
+    WEFT_ERR_RANK,
+    /// `InvalidTag`
+    WEFT_ERR_TAG,
+    /// `Truncated` (the status holds the incoming size)
+    WEFT_ERR_TRUNCATE,
+    /// `InvalidComm`
+    WEFT_ERR_COMM,
+    /// `InvalidRequest`
+    WEFT_ERR_REQUEST,
+    /// `InvalidArg`, or a NULL pointer where one is not allowed
+    WEFT_ERR_ARG,
+    /// `ProcFailed`
+    WEFT_ERR_PROC_FAILED,
+    /// `ProcFailedPending` (the request stays pending)
+    WEFT_ERR_PROC_FAILED_PENDING,
+    /// `Revoked`
+    WEFT_ERR_REVOKED,
+    /// `Transport`
+    WEFT_ERR_TRANSPORT,
+    /// `Malformed`
+    WEFT_ERR_MALFORMED,
+    /// facade `Runtime` (bootstrap through weft-run / PMIx failed)
+    WEFT_ERR_RUNTIME,
+    /// facade `Config` (bad `WEFT_*` setting)
+    WEFT_ERR_CONFIG,
+    /// facade `Topology` (hwloc discovery or process binding failed)
+    WEFT_ERR_TOPOLOGY,
+    /// called before `weft_init` (or after `weft_finalize`), or from another thread
+    WEFT_ERR_NOT_INITIALIZED,
+    /// facade `AlreadyInitialized`
+    WEFT_ERR_ALREADY_INITIALIZED,
+    /// a bug in weft (a caught panic)
+    WEFT_ERR_INTERNAL,
+    /// invalid reduction operation: unknown or freed handle, `WEFT_OP_NULL`, or an operation
+    /// that does not apply to the datatype (collectives)
+    WEFT_ERR_OP,
+    /// invalid datatype value (collectives)
+    WEFT_ERR_DATATYPE,
+    /// facade `Rollback`: global restart, the job rolled back to a new epoch; the resilient
+    /// main must return (this code) to the restart point
+    WEFT_ERR_REINIT,
+    /// facade `Reinit`: global restart used wrongly (twice, after `weft_init`) or under a
+    /// runtime that cannot respawn processes
+    WEFT_ERR_REINIT_USAGE,
+    /// facade `ResilientMain`: the resilient main returned an error code (not a rollback)
+    WEFT_ERR_REINIT_MAIN,
+    /// `Spawn` (starting processes failed; not offered by the C ABI's calls yet)
+    WEFT_ERR_SPAWN,
+}
+
+use weft_error::*;
+
+/// The code of a facade error.
+pub fn error_code(e: &Error) -> weft_error {
+    match e {
+        Error::Engine(e) => engine_error_code(e),
+        Error::Runtime(_) => WEFT_ERR_RUNTIME,
+        Error::Config { .. } => WEFT_ERR_CONFIG,
+        Error::AlreadyInitialized => WEFT_ERR_ALREADY_INITIALIZED,
+        // hwloc / binding failure at init. Shares RUNTIME until it gets its own code (header).
+        Error::Topology(_) => WEFT_ERR_TOPOLOGY,
+        Error::Rollback { .. } => WEFT_ERR_REINIT,
+        Error::Reinit(_) => WEFT_ERR_REINIT_USAGE,
+        Error::ResilientMain { .. } => WEFT_ERR_REINIT_MAIN,
+    }
+}
+
+/// The code of an engine error.
+pub fn engine_error_code(e: &EngineError) -> weft_error {
+    // A failure-class error of an abandoned global-restart epoch (checked on the error path).
+    if matches!(
+        e,
+        EngineError::ProcFailed { .. }
+            | EngineError::ProcFailedPending
+            | EngineError::Revoked
+            | EngineError::Transport(_)
+    ) && weft_pmix::epoch::rolled_back().is_some()
+    {
+        return WEFT_ERR_REINIT;
+    }
+    match e {
+        EngineError::InvalidRank { .. } => WEFT_ERR_RANK,
+        EngineError::InvalidTag(_) => WEFT_ERR_TAG,
+        EngineError::Truncated { .. } => WEFT_ERR_TRUNCATE,
+        EngineError::InvalidComm => WEFT_ERR_COMM,
+        EngineError::InvalidRequest => WEFT_ERR_REQUEST,
+        EngineError::InvalidArg(_) => WEFT_ERR_ARG,
+        EngineError::ProcFailed { .. } => WEFT_ERR_PROC_FAILED,
+        EngineError::ProcFailedPending => WEFT_ERR_PROC_FAILED_PENDING,
+        EngineError::Revoked => WEFT_ERR_REVOKED,
+        EngineError::Transport(_) => WEFT_ERR_TRANSPORT,
+        EngineError::Malformed { .. } => WEFT_ERR_MALFORMED,
+        EngineError::Spawn(_) => WEFT_ERR_SPAWN,
+        // Unavoidable: the engine's `Error` is `#[non_exhaustive]`. A variant added there
+        // reports INTERNAL until it is given its own code here.
+        _ => WEFT_ERR_INTERNAL,
+    }
+}
+
+/// A failed call: its code and the message for `weft_last_error`.
+pub(super) struct Fail {
+    pub(super) code: weft_error,
+    pub(super) msg: String,
+}
+
+impl Fail {
+    pub(super) fn new(code: weft_error, msg: impl Into<String>) -> Fail {
+        Fail { code, msg: msg.into() }
+    }
+    pub(super) fn null(what: &str) -> Fail {
+        Fail::new(WEFT_ERR_ARG, format!("invalid argument: `{what}` is NULL"))
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        Fail::new(error_code(&e), e.to_string())
+    }
+}
+
+impl From<EngineError> for Fail {
+    fn from(e: EngineError) -> Fail {
+        Fail::new(engine_error_code(&e), e.to_string())
+    }
+}
+
+/// Result of a C call's body: the value, or the failure to report as a code.
+pub(super) type CallResult<T> = Result<T, Fail>;
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Keep `msg` for [`weft_last_error`].
+pub(super) fn set_last_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = c);
+}
+
+const ALL_CODES: [weft_error; 24] = [
+    WEFT_SUCCESS,
+    WEFT_ERR_RANK,
+    WEFT_ERR_TAG,
+    WEFT_ERR_TRUNCATE,
+    WEFT_ERR_COMM,
+    WEFT_ERR_REQUEST,
+    WEFT_ERR_ARG,
+    WEFT_ERR_PROC_FAILED,
+    WEFT_ERR_PROC_FAILED_PENDING,
+    WEFT_ERR_REVOKED,
+    WEFT_ERR_TRANSPORT,
+    WEFT_ERR_MALFORMED,
+    WEFT_ERR_RUNTIME,
+    WEFT_ERR_CONFIG,
+    WEFT_ERR_TOPOLOGY,
+    WEFT_ERR_NOT_INITIALIZED,
+    WEFT_ERR_ALREADY_INITIALIZED,
+    WEFT_ERR_INTERNAL,
+    WEFT_ERR_OP,
+    WEFT_ERR_DATATYPE,
+    WEFT_ERR_REINIT,
+    WEFT_ERR_REINIT_USAGE,
+    WEFT_ERR_REINIT_MAIN,
+    WEFT_ERR_SPAWN,
+];
+
+fn error_str(code: weft_error) -> &'static CStr {
+    match code {
+        WEFT_SUCCESS => c"success",
+        WEFT_ERR_RANK => c"invalid rank",
+        WEFT_ERR_TAG => c"invalid tag",
+        WEFT_ERR_TRUNCATE => c"message truncated",
+        WEFT_ERR_COMM => c"invalid communicator",
+        WEFT_ERR_REQUEST => c"invalid request",
+        WEFT_ERR_ARG => c"invalid argument",
+        WEFT_ERR_PROC_FAILED => c"process failure",
+        WEFT_ERR_PROC_FAILED_PENDING => c"wildcard receive pending on unacknowledged process failure",
+        WEFT_ERR_REVOKED => c"communicator revoked",
+        WEFT_ERR_TRANSPORT => c"transport error",
+        WEFT_ERR_MALFORMED => c"malformed message",
+        WEFT_ERR_RUNTIME => c"runtime (bootstrap) error",
+        WEFT_ERR_CONFIG => c"configuration error",
+        WEFT_ERR_TOPOLOGY => c"topology or binding error",
+        WEFT_ERR_NOT_INITIALIZED => c"weft is not initialised",
+        WEFT_ERR_ALREADY_INITIALIZED => c"weft is already initialised",
+        WEFT_ERR_INTERNAL => c"internal error",
+        WEFT_ERR_OP => c"invalid reduction operation",
+        WEFT_ERR_DATATYPE => c"invalid datatype",
+        WEFT_ERR_REINIT => c"global restart: rolled back to a new epoch, return to the restart point",
+        WEFT_ERR_REINIT_USAGE => {
+            c"global restart cannot run here (called twice, after weft_init, or the runtime cannot respawn)"
+        }
+        WEFT_ERR_REINIT_MAIN => c"global restart: the resilient main returned an error",
+        WEFT_ERR_SPAWN => c"spawn failed",
+    }
+}
+
+/// A static description of error code `code` ("unknown error code" for other values).
+#[no_mangle]
+pub extern "C" fn weft_error_string(code: c_int) -> *const c_char {
+    catch_unwind(|| match ALL_CODES.iter().find(|&&c| c as c_int == code) {
+        Some(&c) => error_str(c).as_ptr(),
+        None => c"unknown error code".as_ptr(),
+    })
+    .unwrap_or(c"internal error".as_ptr())
+}
+
+/// The detailed message of the last failed call in this thread ("" if none). Valid until the
+/// next failing weft call in this thread.
+#[no_mangle]
+pub extern "C" fn weft_last_error() -> *const c_char {
+    catch_unwind(|| LAST_ERROR.try_with(|l| l.borrow().as_ptr()).unwrap_or(c"".as_ptr()))
+        .unwrap_or(c"".as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_and_described() {
+        for (i, &c) in ALL_CODES.iter().enumerate() {
+            assert_eq!(c as usize, i);
+            // SAFETY: `weft_error_string` returns a static NUL-terminated string.
+            let s = unsafe { CStr::from_ptr(weft_error_string(c as c_int)) };
+            assert!(!s.to_bytes().is_empty());
+        }
+    }
+
+    #[test]
+    fn engine_variants_map_one_to_one() {
+        let errs = [
+            EngineError::InvalidRank { rank: 7, size: 4 },
+            EngineError::InvalidTag(-5),
+            EngineError::Truncated { incoming: 8, capacity: 4, sender: 1, tag: 2 },
+            EngineError::InvalidComm,
+            EngineError::InvalidRequest,
+            EngineError::InvalidArg("x".into()),
+            EngineError::ProcFailed { ranks: vec![1] },
+            EngineError::ProcFailedPending,
+            EngineError::Revoked,
+            EngineError::Malformed { peer: 0, what: "x" },
+            EngineError::Spawn("x".into()),
+        ];
+        let mut codes: Vec<_> = errs.iter().map(|e| engine_error_code(e) as i32).collect();
+        codes.extend([Error::AlreadyInitialized].iter().map(|e| error_code(e) as i32));
+        let n = codes.len();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), n);
+        assert!(!codes.contains(&(WEFT_ERR_INTERNAL as i32)));
+    }
+}
