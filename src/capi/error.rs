@@ -1,4 +1,5 @@
-//! The C ABI's errors: the [`weft_error`] codes, the code of every engine and facade error,
+//! The C ABI's errors: the [`weft_error`] codes, the code of every error class (the facade's
+//! one table from engine and facade errors to classes is `error_class.rs`),
 //! the failure a call body returns ([`Fail`]) and the message it leaves for
 //! [`weft_last_error`], and the text of every code ([`weft_error_string`]).
 
@@ -6,12 +7,13 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::catch_unwind;
 
-use crate::{EngineError, Error};
+use crate::{EngineError, Error, ErrorClass};
 
-/// Error codes. Each engine/facade error variant has exactly one code; `WEFT_ERR_ARG` also
-/// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED`,
-/// `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and `WEFT_ERR_DATATYPE` exist only in
-/// the C ABI. New codes are appended, so existing values never change.
+/// Error codes. Each error class (so each engine/facade error variant) has exactly one code;
+/// `WEFT_ERR_ARG` also covers bad arguments caught by the C layer (NULL pointers);
+/// `WEFT_ERR_NOT_INITIALIZED`, `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and
+/// `WEFT_ERR_DATATYPE` exist only in the C ABI. New codes are appended, so existing values
+/// never change.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum weft_error {
@@ -69,51 +71,40 @@ pub enum weft_error {
 
 use weft_error::*;
 
-/// The code of a facade error.
-pub fn error_code(e: &Error) -> weft_error {
-    match e {
-        Error::Engine(e) => engine_error_code(e),
-        Error::Runtime(_) => WEFT_ERR_RUNTIME,
-        Error::Config { .. } => WEFT_ERR_CONFIG,
-        Error::AlreadyInitialized => WEFT_ERR_ALREADY_INITIALIZED,
-        // hwloc / binding failure at init. Shares RUNTIME until it gets its own code (header).
-        Error::Topology(_) => WEFT_ERR_TOPOLOGY,
-        Error::Rollback { .. } => WEFT_ERR_REINIT,
-        Error::Reinit(_) => WEFT_ERR_REINIT_USAGE,
-        Error::ResilientMain { .. } => WEFT_ERR_REINIT_MAIN,
+/// The code of each error class (the table in `error_class.rs`), one code per class.
+pub fn class_code(class: ErrorClass) -> weft_error {
+    match class {
+        ErrorClass::Rank => WEFT_ERR_RANK,
+        ErrorClass::Tag => WEFT_ERR_TAG,
+        ErrorClass::Truncate => WEFT_ERR_TRUNCATE,
+        ErrorClass::Comm => WEFT_ERR_COMM,
+        ErrorClass::Request => WEFT_ERR_REQUEST,
+        ErrorClass::Arg => WEFT_ERR_ARG,
+        ErrorClass::ProcFailed => WEFT_ERR_PROC_FAILED,
+        ErrorClass::ProcFailedPending => WEFT_ERR_PROC_FAILED_PENDING,
+        ErrorClass::Revoked => WEFT_ERR_REVOKED,
+        ErrorClass::Transport => WEFT_ERR_TRANSPORT,
+        ErrorClass::Malformed => WEFT_ERR_MALFORMED,
+        ErrorClass::Spawn => WEFT_ERR_SPAWN,
+        ErrorClass::Runtime => WEFT_ERR_RUNTIME,
+        ErrorClass::Config => WEFT_ERR_CONFIG,
+        ErrorClass::Topology => WEFT_ERR_TOPOLOGY,
+        ErrorClass::AlreadyInitialized => WEFT_ERR_ALREADY_INITIALIZED,
+        ErrorClass::Rollback => WEFT_ERR_REINIT,
+        ErrorClass::ReinitUsage => WEFT_ERR_REINIT_USAGE,
+        ErrorClass::ResilientMain => WEFT_ERR_REINIT_MAIN,
     }
 }
 
-/// The code of an engine error.
+/// The code of a facade error.
+pub fn error_code(e: &Error) -> weft_error {
+    class_code(ErrorClass::of(e))
+}
+
+/// The code of an engine error (`WEFT_ERR_REINIT` for a failure of an abandoned global-restart
+/// epoch).
 pub fn engine_error_code(e: &EngineError) -> weft_error {
-    // A failure-class error of an abandoned global-restart epoch (checked on the error path).
-    if matches!(
-        e,
-        EngineError::ProcFailed { .. }
-            | EngineError::ProcFailedPending
-            | EngineError::Revoked
-            | EngineError::Transport(_)
-    ) && weft_pmix::epoch::rolled_back().is_some()
-    {
-        return WEFT_ERR_REINIT;
-    }
-    match e {
-        EngineError::InvalidRank { .. } => WEFT_ERR_RANK,
-        EngineError::InvalidTag(_) => WEFT_ERR_TAG,
-        EngineError::Truncated { .. } => WEFT_ERR_TRUNCATE,
-        EngineError::InvalidComm => WEFT_ERR_COMM,
-        EngineError::InvalidRequest => WEFT_ERR_REQUEST,
-        EngineError::InvalidArg(_) => WEFT_ERR_ARG,
-        EngineError::ProcFailed { .. } => WEFT_ERR_PROC_FAILED,
-        EngineError::ProcFailedPending => WEFT_ERR_PROC_FAILED_PENDING,
-        EngineError::Revoked => WEFT_ERR_REVOKED,
-        EngineError::Transport(_) => WEFT_ERR_TRANSPORT,
-        EngineError::Malformed { .. } => WEFT_ERR_MALFORMED,
-        EngineError::Spawn(_) => WEFT_ERR_SPAWN,
-        // Unavoidable: the engine's `Error` is `#[non_exhaustive]`. A variant added there
-        // reports INTERNAL until it is given its own code here.
-        _ => WEFT_ERR_INTERNAL,
-    }
+    class_code(ErrorClass::of_engine(e))
 }
 
 /// A failed call: its code and the message for `weft_last_error`.
@@ -247,26 +238,27 @@ mod tests {
     }
 
     #[test]
-    fn engine_variants_map_one_to_one() {
-        let errs = [
-            EngineError::InvalidRank { rank: 7, size: 4 },
-            EngineError::InvalidTag(-5),
-            EngineError::Truncated { incoming: 8, capacity: 4, sender: 1, tag: 2 },
-            EngineError::InvalidComm,
-            EngineError::InvalidRequest,
-            EngineError::InvalidArg("x".into()),
-            EngineError::ProcFailed { ranks: vec![1] },
-            EngineError::ProcFailedPending,
-            EngineError::Revoked,
-            EngineError::Malformed { peer: 0, what: "x" },
-            EngineError::Spawn("x".into()),
-        ];
-        let mut codes: Vec<_> = errs.iter().map(|e| engine_error_code(e) as i32).collect();
-        codes.extend([Error::AlreadyInitialized].iter().map(|e| error_code(e) as i32));
+    fn every_class_has_its_documented_code_of_its_own() {
+        let doc = crate::error_class::tests::documented_table();
+        assert_eq!(doc.len(), ErrorClass::ALL.len());
+        let mut codes = Vec::new();
+        for (class, row) in ErrorClass::ALL.into_iter().zip(doc) {
+            assert_eq!(format!("{class:?}"), row[0]);
+            assert_eq!(format!("{:?}", class_code(class)), row[2], "{class:?}");
+            codes.push(class_code(class) as i32);
+        }
         let n = codes.len();
         codes.sort();
         codes.dedup();
-        assert_eq!(codes.len(), n);
+        assert_eq!(codes.len(), n, "two classes share a code");
         assert!(!codes.contains(&(WEFT_ERR_INTERNAL as i32)));
+    }
+
+    #[test]
+    fn errors_report_their_class_code() {
+        let e = EngineError::Truncated { incoming: 8, capacity: 4, sender: 1, tag: 2 };
+        assert_eq!(engine_error_code(&e), WEFT_ERR_TRUNCATE);
+        assert_eq!(error_code(&Error::Engine(EngineError::Revoked)), WEFT_ERR_REVOKED);
+        assert_eq!(error_code(&Error::AlreadyInitialized), WEFT_ERR_ALREADY_INITIALIZED);
     }
 }
