@@ -78,10 +78,11 @@ typedef enum weft_datatype {
   WEFT_DOUBLE_INT,
 } weft_datatype;
 
-// Error codes. Each engine/facade error variant has exactly one code; `WEFT_ERR_ARG` also
-// covers bad arguments caught by the C layer (NULL pointers), `WEFT_ERR_NOT_INITIALIZED`,
-// `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and `WEFT_ERR_DATATYPE` exist only in
-// the C ABI. New codes are appended, so existing values never change.
+// Error codes. Each error class (so each engine/facade error variant) has exactly one code;
+// `WEFT_ERR_ARG` also covers bad arguments caught by the C layer (NULL pointers);
+// `WEFT_ERR_NOT_INITIALIZED`, `WEFT_ERR_INTERNAL` (a caught panic), `WEFT_ERR_OP` and
+// `WEFT_ERR_DATATYPE` exist only in the C ABI. New codes are appended, so existing values
+// never change.
 typedef enum weft_error {
   WEFT_SUCCESS = 0,
   // `InvalidRank`

@@ -1,5 +1,6 @@
 //! The facade's error type: engine errors (ULFM classes, bad input, transport failures) plus
-//! bootstrap and configuration errors.
+//! bootstrap and configuration errors. Their classes, which the C ABI and the MPI library
+//! report, are in `error_class.rs`.
 
 pub use weft_engine::Error as EngineError;
 use weft_pmix::RuntimeError;
@@ -43,18 +44,27 @@ impl From<EngineError> for Error {
     /// A failure-class error of an instance whose epoch the job has left is a
     /// [`Error::Rollback`] (checked on the error path only).
     fn from(e: EngineError) -> Self {
-        if matches!(
-            e,
-            EngineError::ProcFailed { .. }
-                | EngineError::ProcFailedPending
-                | EngineError::Revoked
-                | EngineError::Transport(_)
-        ) {
-            if let Some(epoch) = weft_pmix::epoch::rolled_back() {
-                return Error::Rollback { epoch };
-            }
+        match abandoned_epoch(&e) {
+            Some(epoch) => Error::Rollback { epoch },
+            None => Error::Engine(e),
         }
-        Error::Engine(e)
+    }
+}
+
+/// The epoch the job moved to, when `e` is a failure-class error (`ProcFailed`,
+/// `ProcFailedPending`, `Revoked`, `Transport`) of an instance whose epoch the job has left:
+/// such an error is a rollback (checked on the error path only).
+pub(crate) fn abandoned_epoch(e: &EngineError) -> Option<u64> {
+    if matches!(
+        e,
+        EngineError::ProcFailed { .. }
+            | EngineError::ProcFailedPending
+            | EngineError::Revoked
+            | EngineError::Transport(_)
+    ) {
+        weft_pmix::epoch::rolled_back()
+    } else {
+        None
     }
 }
 

@@ -29,6 +29,7 @@ pub mod coll;
 mod config;
 mod dgrp;
 mod error;
+mod error_class;
 mod ft;
 mod init;
 /// The operations core every front end calls (the Rust API, the C ABI, and the MPI library in
@@ -42,6 +43,7 @@ pub use api::{init, init_with, test_all, wait_all, wait_any, Comm, Request, Scop
 pub use config::{Bind, Config, Key, ProgressMode, KEYS};
 pub use dgrp::{DgrpCounters, DgrpOptions, DgrpStats};
 pub use error::{EngineError, Error};
+pub use error_class::ErrorClass;
 pub use ft::{FtStats, ShrinkRequest};
 pub use reinit::{reinit, reinit_with, ReinitState};
 pub use topology::{bind_self, Nic, NumaNode, Topology};

@@ -29,6 +29,9 @@ fn generate_header() -> String {
     cbindgen::Builder::new()
         .with_config(cfg)
         .with_src(root().join("src/capi.rs"))
+        .with_src(root().join("src/capi/p2p.rs")) // point to point and request completion
+        .with_src(root().join("src/capi/error.rs")) // error codes, weft_error_string, weft_last_error
+        .with_src(root().join("src/capi/status.rs")) // weft_status
         .with_src(root().join("src/capi/ft.rs")) // FT section of the C ABI
         .with_src(root().join("src/capi/dgrp.rs")) // DGRP section
         .with_src(root().join("src/capi/coll.rs")) // collectives section

@@ -1,7 +1,8 @@
 /*
  * osu_p2p.c — the MPI peer of weft-bench's point-to-point benchmarks.
  *
- * Implements exactly the same four benchmarks as benches/src/pt2pt.rs, with the
+ * Implements exactly the same four benchmarks as benches/src/pt2pt.rs (sizes and
+ * counts in benches/src/counts.rs), with the
  * same sizes, iteration counts, warm-up, window, ack, repetitions and reduction,
  * and prints the same CSV rows (`benchmark,size,impl,value,unit`) on rank 0.
  *
@@ -37,7 +38,7 @@
 #define TAG_DATA 100
 #define TAG_ACK 101
 
-/* Iteration counts (must match pt2pt.rs). Latency: the OSU defaults. Window benchmarks:
+/* Iteration counts (must match counts.rs). Latency: the OSU defaults. Window benchmarks:
  * about WIN_BYTES per timed loop, between WIN_ITERS_MIN and WIN_ITERS_MAX windows; warm-up a
  * tenth of that, at least 2. Everything is scaled by --iters-scale. */
 #define LAT_ITERS_SMALL 10000

@@ -23,6 +23,7 @@ use clap::{Parser, ValueEnum};
 use weft::coll::Op;
 use weft_testkit::job::{Event, Line, Stream, Supervisor};
 
+use crate::job::{load_avg, weft_run_path};
 use crate::peers::{self, Peer};
 use crate::report::median;
 
@@ -327,16 +328,8 @@ fn run_job(label: &str, cmd: Command, timeout: Duration) -> (Vec<Row>, Option<St
     (rows, err)
 }
 
-fn weft_run_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("WEFT_RUN") {
-        return Some(PathBuf::from(p));
-    }
-    let p = std::env::current_exe().ok()?.with_file_name("weft-run");
-    p.is_file().then_some(p)
-}
-
 fn weft_cmd(cli: &CollCli) -> Result<Command, String> {
-    let run = weft_run_path().ok_or("weft-run not found next to weft-bench (or set WEFT_RUN)")?;
+    let run = weft_run_path().map_err(|_| "weft-run not found next to weft-bench (or set WEFT_RUN)")?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(run);
     cmd.env_remove("WEFT_RUN").env_remove("WEFT_BENCH_PEER_DIR");
@@ -407,10 +400,6 @@ fn peer_cmd(peer: Peer, cli: &CollCli, prog: &PathBuf) -> Result<Command, String
         if peer == Peer::Mpich && cli.oversubscribed() { (cli.iters / 1000).max(10) } else { cli.iters };
     cmd.arg(prog).arg(peer.name()).args(cli.worker_args_iters(iters));
     Ok(cmd)
-}
-
-fn load_avg() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
 }
 
 fn drive(cli: &CollCli) -> ExitCode {

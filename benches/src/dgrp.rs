@@ -21,7 +21,7 @@ use std::time::Duration;
 use clap::Parser;
 use weft_testkit::job::{End, Supervisor};
 
-use crate::driver::load_avg;
+use crate::job::load_avg;
 use crate::report::median;
 
 #[derive(Parser, Clone, Debug)]

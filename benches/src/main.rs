@@ -10,10 +10,12 @@
 //!   finished table (`weft-run -n 2 weft-bench`).
 
 mod coll;
+mod counts;
 mod dgrp;
 mod driver;
 mod fipp;
 mod ft;
+mod job;
 mod net;
 mod osu;
 mod peers;

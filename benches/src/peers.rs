@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::driver::{run_job, run_job_grace, JobOutput};
+use crate::job::{run_job, run_job_grace, JobError, JobOutput};
 use crate::Cli;
 
 /// The peer source, embedded so that a relocated binary can still build its peers.
@@ -283,7 +283,7 @@ pub fn ensure_built(peer: Peer) -> Result<PathBuf, PeerError> {
     let out = run_job(&format!("mpicc {}", peer.name()), cmd, BUILD_TIMEOUT, false);
     match out.result {
         // The compiler prints no CSV rows: "no rows" is success here.
-        Ok(()) | Err(crate::driver::JobError::NoRows) => {}
+        Ok(()) | Err(JobError::NoRows) => {}
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             return Err(build_err(e.to_string()));

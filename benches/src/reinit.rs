@@ -245,7 +245,7 @@ fn fresh_dir(base: &Path, name: &str) -> PathBuf {
 }
 
 fn driver(cli: &ReinitCli) -> ExitCode {
-    let (exe, run) = match (crate::driver::self_exe(), crate::driver::weft_run_path()) {
+    let (exe, run) = match (crate::job::self_exe(), crate::job::weft_run_path()) {
         (Ok(e), Ok(r)) => (e, r),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("weft-bench reinit: {e}");

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::pt2pt::{self, WINDOW};
+use crate::counts::{self, WINDOW};
 use crate::Bench;
 
 /// CSV header of every row printed by a worker or a peer program.
@@ -71,6 +71,15 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Median (latency: lower is better) or maximum (rates) of the repetitions.
+pub fn reduce(mut v: Vec<f64>, use_median: bool) -> f64 {
+    if use_median {
+        return median(v);
+    }
+    v.sort_by(f64::total_cmp);
+    v.last().copied().unwrap_or(f64::NAN)
+}
+
 /// Reduces rows of several rounds to one row per (benchmark, size, impl): median for latency,
 /// max for bandwidth and rate (the same reduction as the repetitions inside a job).
 pub fn reduce_rounds(rows: Vec<Row>) -> Vec<Row> {
@@ -86,7 +95,7 @@ pub fn reduce_rounds(rows: Vec<Row>) -> Vec<Row> {
         }
     }
     for (o, v) in out.iter_mut().zip(samples) {
-        o.value = pt2pt::reduce(v, o.bench.lower_is_better());
+        o.value = reduce(v, o.bench.lower_is_better());
     }
     out
 }
@@ -213,7 +222,7 @@ impl Report<'_> {
             }
             let _ = writeln!(out);
         }
-        let it = |base: u64| pt2pt::scaled(base, self.iters_scale);
+        let it = |base: u64| counts::scaled(base, self.iters_scale);
         let rounds = if self.rounds > 1 {
             format!(
                 "; {} interleaved rounds (weft, then each peer, per round), reduced the same way \
@@ -235,12 +244,12 @@ impl Report<'_> {
             "# iterations: latency {} (<= 8 KiB) / {} (larger), warm-up {} / {}; bw, bibw, mr \
              min({}, max({}, 2^29 B / ({WINDOW} x size))) windows of {WINDOW}, warm-up a tenth \
              (>= 2). Data and status checked after the timed loops.",
-            it(pt2pt::LAT_ITERS_SMALL),
-            it(pt2pt::LAT_ITERS_LARGE),
-            it(pt2pt::LAT_SKIP_SMALL),
-            it(pt2pt::LAT_SKIP_LARGE),
-            it(pt2pt::WIN_ITERS_MAX),
-            it(pt2pt::WIN_ITERS_MIN),
+            it(counts::LAT_ITERS_SMALL),
+            it(counts::LAT_ITERS_LARGE),
+            it(counts::LAT_SKIP_SMALL),
+            it(counts::LAT_SKIP_LARGE),
+            it(counts::WIN_ITERS_MAX),
+            it(counts::WIN_ITERS_MIN),
         );
         let _ = writeln!(
             out,
@@ -272,6 +281,13 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(vec![]).is_nan());
+    }
+
+    #[test]
+    fn reduce_median_and_max() {
+        assert_eq!(reduce(vec![3.0, 1.0, 2.0], true), 2.0);
+        assert_eq!(reduce(vec![4.0, 1.0, 2.0, 3.0], true), 2.5);
+        assert_eq!(reduce(vec![3.0, 1.0, 2.0], false), 3.0);
     }
 
     #[test]

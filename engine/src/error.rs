@@ -1,7 +1,9 @@
 //! The engine's error type: ULFM error classes and clear errors for bad input.
 //!
-//! Every failure the engine reports is one of these variants; the C ABI maps each variant to
-//! one integer code (see the facade's `capi` module).
+//! Every failure the engine reports is one of these variants; the facade gives each variant
+//! one error class (its `error_class.rs`), which the C ABI and the MPI library turn into codes.
+//! Not `#[non_exhaustive]`: that table matches every variant without a wildcard, so a new
+//! variant does not compile until it is classified.
 
 use crate::transport::TransportError;
 
@@ -10,7 +12,6 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything an engine operation can report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum Error {
     /// A rank outside the communicator was named.
     #[error("invalid rank {rank}: communicator has {size} ranks")]

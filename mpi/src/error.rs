@@ -1,5 +1,6 @@
-//! MPI errors: the error of one call (class plus message), the mapping from weft's typed
-//! errors to MPI error classes, the ULFM classes weft adds, and the text of every class.
+//! MPI errors: the error of one call (class plus message), the MPI class of each of weft's
+//! error classes (`weft::ErrorClass`, the one table from engine and facade errors), the ULFM
+//! classes weft adds, and the text of every class.
 //!
 //! The ULFM classes are not in the standard ABI; weft gives them the values MPICH uses for its
 //! `MPIX_` classes (its first implementation-specific class is 100), well inside the ABI's
@@ -8,7 +9,7 @@
 
 use std::ffi::c_int;
 
-use weft::{EngineError, Error};
+use weft::{EngineError, Error, ErrorClass};
 
 use crate::abi::*;
 
@@ -75,33 +76,42 @@ macro_rules! err {
 }
 pub(crate) use err;
 
+/// The MPI class of each weft error class (the table in the facade's `error_class.rs`).
+pub(crate) fn mpi_class(class: ErrorClass) -> c_int {
+    match class {
+        ErrorClass::Rank => MPI_ERR_RANK,
+        ErrorClass::Tag => MPI_ERR_TAG,
+        ErrorClass::Truncate => MPI_ERR_TRUNCATE,
+        ErrorClass::Comm => MPI_ERR_COMM,
+        ErrorClass::Request => MPI_ERR_REQUEST,
+        ErrorClass::Arg => MPI_ERR_ARG,
+        ErrorClass::ProcFailed => MPIX_ERR_PROC_FAILED,
+        ErrorClass::ProcFailedPending => MPIX_ERR_PROC_FAILED_PENDING,
+        ErrorClass::Revoked => MPIX_ERR_REVOKED,
+        ErrorClass::Malformed => MPI_ERR_INTERN,
+        ErrorClass::Spawn => MPI_ERR_SPAWN,
+        ErrorClass::Transport
+        | ErrorClass::Runtime
+        | ErrorClass::Config
+        | ErrorClass::Topology
+        | ErrorClass::AlreadyInitialized
+        | ErrorClass::Rollback
+        | ErrorClass::ReinitUsage
+        | ErrorClass::ResilientMain => MPI_ERR_OTHER,
+    }
+}
+
 impl From<EngineError> for MpiErr {
     #[cold]
     fn from(e: EngineError) -> MpiErr {
-        let class = match &e {
-            EngineError::InvalidRank { .. } => MPI_ERR_RANK,
-            EngineError::InvalidTag(_) => MPI_ERR_TAG,
-            EngineError::Truncated { .. } => MPI_ERR_TRUNCATE,
-            EngineError::InvalidComm => MPI_ERR_COMM,
-            EngineError::InvalidRequest => MPI_ERR_REQUEST,
-            EngineError::InvalidArg(_) => MPI_ERR_ARG,
-            EngineError::ProcFailed { .. } => MPIX_ERR_PROC_FAILED,
-            EngineError::ProcFailedPending => MPIX_ERR_PROC_FAILED_PENDING,
-            EngineError::Revoked => MPIX_ERR_REVOKED,
-            EngineError::Spawn(_) => MPI_ERR_SPAWN,
-            _ => MPI_ERR_OTHER,
-        };
-        MpiErr::new(class, e.to_string())
+        MpiErr::new(mpi_class(ErrorClass::of_engine(&e)), e.to_string())
     }
 }
 
 impl From<Error> for MpiErr {
     #[cold]
     fn from(e: Error) -> MpiErr {
-        match e {
-            Error::Engine(e) => e.into(),
-            other => MpiErr::new(MPI_ERR_OTHER, other.to_string()),
-        }
+        MpiErr::new(mpi_class(ErrorClass::of(&e)), e.to_string())
     }
 }
 
@@ -183,7 +193,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_engine_error_has_a_distinct_class_and_text() {
+    fn every_engine_error_has_its_class_and_text() {
         let cases = [
             (EngineError::InvalidRank { rank: 9, size: 2 }, MPI_ERR_RANK),
             (EngineError::InvalidTag(-5), MPI_ERR_TAG),
@@ -194,14 +204,51 @@ mod tests {
             (EngineError::ProcFailed { ranks: vec![1] }, MPIX_ERR_PROC_FAILED),
             (EngineError::ProcFailedPending, MPIX_ERR_PROC_FAILED_PENDING),
             (EngineError::Revoked, MPIX_ERR_REVOKED),
+            (EngineError::Malformed { peer: 0, what: "x" }, MPI_ERR_INTERN),
             (EngineError::Spawn("x".into()), MPI_ERR_SPAWN),
         ];
         for (e, class) in cases {
             let m = MpiErr::from(e.clone());
             assert_eq!(m.class, class, "{e}");
+            assert_eq!(MpiErr::from(Error::Engine(e.clone())).class, class, "{e}");
             assert!(!m.msg.is_empty());
             assert!(class_text(class).is_some());
         }
+        assert_eq!(MpiErr::from(Error::AlreadyInitialized).class, MPI_ERR_OTHER);
         assert!(class_text(MPI_ERR_LASTCODE).is_none());
+    }
+
+    /// Every weft error class has the MPI class the facade's table (`src/error_class.rs`)
+    /// documents for it.
+    #[test]
+    fn every_class_has_its_documented_mpi_class() {
+        let doc = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../src/error_class.rs"));
+        let rows: Vec<Vec<&str>> = doc
+            .lines()
+            .filter(|l| l.starts_with("//! | `"))
+            .map(|l| {
+                l[4..].split('|').map(|c| c.trim().trim_matches('`')).filter(|c| !c.is_empty()).collect()
+            })
+            .collect();
+        assert_eq!(rows.len(), ErrorClass::ALL.len());
+        let value = |name: &str| match name {
+            "MPI_ERR_RANK" => MPI_ERR_RANK,
+            "MPI_ERR_TAG" => MPI_ERR_TAG,
+            "MPI_ERR_TRUNCATE" => MPI_ERR_TRUNCATE,
+            "MPI_ERR_COMM" => MPI_ERR_COMM,
+            "MPI_ERR_REQUEST" => MPI_ERR_REQUEST,
+            "MPI_ERR_ARG" => MPI_ERR_ARG,
+            "MPI_ERR_SPAWN" => MPI_ERR_SPAWN,
+            "MPI_ERR_INTERN" => MPI_ERR_INTERN,
+            "MPI_ERR_OTHER" => MPI_ERR_OTHER,
+            "MPIX_ERR_PROC_FAILED" => MPIX_ERR_PROC_FAILED,
+            "MPIX_ERR_PROC_FAILED_PENDING" => MPIX_ERR_PROC_FAILED_PENDING,
+            "MPIX_ERR_REVOKED" => MPIX_ERR_REVOKED,
+            other => panic!("the table names an MPI class this test does not know: {other}"),
+        };
+        for (class, row) in ErrorClass::ALL.into_iter().zip(rows) {
+            assert_eq!(format!("{class:?}"), row[0]);
+            assert_eq!(mpi_class(class), value(row[3]), "{class:?}");
+        }
     }
 }

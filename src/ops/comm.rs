@@ -1,8 +1,10 @@
-//! Communicator creation from a context id that an upper layer agreed on: what a front end
-//! needs to build communicators the engine's own collectives cannot (intercommunicators, whose
-//! two groups share no communicator yet). The agreement itself is the caller's: every member
-//! contributes [`OpsCore::next_ctx`], the maximum over all members ([`OpsCore::max_u32`]) is
-//! unused at each of them; a leader's record reaches its group with [`OpsCore::bcast_bytes`].
+//! Communicators in the core: the world, rank, size and group of a communicator, duplicate,
+//! split, create from a group, free; and creation from a context id that an upper layer
+//! agreed on: what a front end needs to build communicators the engine's own collectives
+//! cannot (intercommunicators, whose two groups share no communicator yet). The agreement
+//! itself is the caller's: every member contributes [`OpsCore::next_ctx`], the maximum over
+//! all members ([`OpsCore::max_u32`]) is unused at each of them; a leader's record reaches its
+//! group with [`OpsCore::bcast_bytes`].
 
 use weft_coll::{DType, Kind, Op, Spec};
 use weft_engine::CommId;
@@ -10,6 +12,47 @@ use weft_engine::CommId;
 use super::{EngineResult, OpsCore};
 
 impl OpsCore {
+    /// The communicator of every process of the job.
+    pub fn world(&self) -> CommId {
+        self.engine.borrow().world()
+    }
+
+    /// This process's rank in `c`.
+    pub fn comm_rank(&self, c: CommId) -> EngineResult<u32> {
+        self.eng()?.comm_rank(c)
+    }
+
+    /// The world ranks of `c`'s members, in rank order.
+    pub fn comm_group(&self, c: CommId) -> EngineResult<Vec<u32>> {
+        self.eng()?.ext_ref().comm_group(c)
+    }
+
+    /// Number of ranks of `c`.
+    pub fn comm_size(&self, c: CommId) -> EngineResult<u32> {
+        self.eng()?.comm_size(c)
+    }
+
+    /// Duplicate `c` (collective over `c`).
+    pub fn comm_dup(&self, c: CommId) -> EngineResult<CommId> {
+        self.eng()?.comm_dup(c)
+    }
+
+    /// Split `c` by `color` (or `UNDEFINED`: no communicator), ranks ordered by `key`.
+    pub fn comm_split(&self, c: CommId, color: i32, key: i32) -> EngineResult<Option<CommId>> {
+        self.eng()?.comm_split(c, color, key)
+    }
+
+    /// A communicator of the ranks `members` of `c` (in that order), created by those members
+    /// only; `tag` separates concurrent creations over overlapping groups.
+    pub fn comm_create_group(&self, c: CommId, members: &[u32], tag: i32) -> EngineResult<CommId> {
+        self.eng()?.comm_create_group(c, members, tag)
+    }
+
+    /// Free `c`; receives still posted on it complete with `InvalidComm`.
+    pub fn comm_free(&self, c: CommId) -> EngineResult<()> {
+        self.eng()?.comm_free(c)
+    }
+
     /// This process's next free context id (its contribution to a context agreement).
     pub fn next_ctx(&self) -> EngineResult<u32> {
         Ok(self.eng()?.ext_ref().next_ctx())

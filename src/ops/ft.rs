@@ -1,6 +1,6 @@
 //! Fault-tolerance operations of the core: revoke, agree (the blocking low-latency path and
-//! the non-blocking one), shrink, error scope and uniform mode. The protocols are
-//! `weft-ft`'s; the failure knowledge (failed and acknowledged ranks) is read in `p2p.rs`.
+//! the non-blocking one), shrink, error scope and uniform mode, and the failure knowledge a
+//! front end may read (failed and acknowledged ranks). The protocols are `weft-ft`'s.
 
 use weft_engine::{CommId, ErrScope, ReqId};
 
@@ -95,5 +95,25 @@ impl OpsCore {
             return local;
         }
         self.ft.uniform_after(self.eng()?.ext(), c, local)
+    }
+
+    /// Ranks of `c` known to have failed.
+    pub fn get_failed(&self, c: CommId) -> EngineResult<Vec<u32>> {
+        self.eng()?.get_failed(c)
+    }
+
+    /// Acknowledge the failures known now; how many failed ranks are acknowledged.
+    pub fn ack_failed(&self, c: CommId) -> EngineResult<usize> {
+        self.eng()?.ack_failed(c)
+    }
+
+    /// The ranks of `c` whose failure was acknowledged.
+    pub fn get_acked(&self, c: CommId) -> EngineResult<Vec<u32>> {
+        self.eng()?.get_acked(c)
+    }
+
+    /// World ranks known to have failed, in order of detection.
+    pub fn failed_world_ranks(&self) -> Vec<u32> {
+        self.engine.borrow().failed_world_ranks().to_vec()
     }
 }

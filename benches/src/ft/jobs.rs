@@ -1,10 +1,10 @@
 //! The job runner: builds the `weft-run` command line of every scenario job, runs the jobs
 //! (weft's and the peer's) as supervised jobs with a hard timeout, collects the `FTROW` lines
-//! they print, and counts what ran ([`Runs`]); [`drive`] is the driver's loop over rounds, job
-//! sizes and scenarios.
+//! they print ([`FtRow`]), and counts what ran ([`Runs`]); [`drive`] is the driver's loop over
+//! rounds, job sizes and scenarios.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -12,33 +12,9 @@ use weft_testkit::job::{Event, Line, Stream, Supervisor};
 
 use super::peer::{build_peer, ompi5, ompi_cmd, opal_prefix};
 use super::report::report;
-use super::{ncores, FtCli, FINALIZING, OMPI, ROW};
-
-/// One result: (metric, ranks, impl) → value.
-#[derive(Clone, Debug)]
-pub(super) struct FtRow {
-    pub(super) metric: String,
-    pub(super) ranks: u32,
-    pub(super) imp: String,
-    pub(super) value: f64,
-    pub(super) unit: String,
-}
-
-impl FtRow {
-    fn parse(l: &str) -> Option<FtRow> {
-        let f: Vec<&str> = l.trim().split(',').collect();
-        if f.len() != 6 || f[0] != ROW {
-            return None;
-        }
-        Some(FtRow {
-            metric: f[1].into(),
-            ranks: f[2].parse().ok()?,
-            imp: f[3].into(),
-            value: f[4].parse().ok().filter(|v: &f64| v.is_finite())?,
-            unit: f[5].into(),
-        })
-    }
-}
+use super::rows::{FtRow, Runs};
+use super::{ncores, FtCli, FINALIZING, OMPI};
+use crate::job::weft_run_path;
 
 /// How one job ended and what it printed.
 struct JobEnd {
@@ -94,14 +70,6 @@ fn run_job(cmd: Command, timeout: Duration) -> JobEnd {
         end.finalize_ms = Some(exit_at.duration_since(f).as_secs_f64() * 1e3);
     }
     end
-}
-
-fn weft_run_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("WEFT_RUN") {
-        return Some(PathBuf::from(p));
-    }
-    let p = std::env::current_exe().ok()?.with_file_name("weft-run");
-    p.is_file().then_some(p)
 }
 
 /// `weft-run` command line for one weft worker job.
@@ -170,20 +138,11 @@ fn weft_under_prrte_cmd(cli: &FtCli, mpirun: &Path, n: u32, scenario: &str) -> C
     cmd
 }
 
-/// What ran: per (scenario, impl): jobs, failed jobs, finalize times.
-#[derive(Default)]
-pub(super) struct Runs {
-    pub(super) jobs: u32,
-    pub(super) no_rows: u32,
-    pub(super) timeouts: u32,
-    pub(super) fin_ms: Vec<f64>,
-}
-
 /// The driver: every job of the selected scenarios, then the report. Exit status 1 when a job
 /// printed no rows or timed out.
 pub(super) fn drive(cli: &FtCli) -> std::process::ExitCode {
     let want = |s: &str| cli.bench.iter().any(|b| b == s);
-    let Some(run) = weft_run_path() else {
+    let Ok(run) = weft_run_path() else {
         eprintln!("weft-bench ft: weft-run not found next to this executable (or $WEFT_RUN)");
         return std::process::ExitCode::FAILURE;
     };

@@ -18,13 +18,15 @@
 //! Files: `cli.rs` (the options), `scenarios.rs` (what each rank of a scenario job measures;
 //! `capi_agree.rs` the `agree-c` scenario through the C ABI),
 //! `jobs.rs` (launching and supervising the jobs, the driver loop), `peer.rs` (the Open MPI 5
-//! peer's build and command line), `report.rs` (tables and CSV).
+//! peer's build and command line), `rows.rs` (the result rows and job counts the driver
+//! collects), `report.rs` (tables and CSV).
 
 mod capi_agree;
 mod cli;
 mod jobs;
 mod peer;
 mod report;
+mod rows;
 mod scenarios;
 
 use clap::Parser;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::jobs::{FtRow, Runs};
+use super::rows::{FtRow, Runs};
 use super::{median, ncores, FtCli, OMPI};
 
 /// A metric's key, its label and its target (bound, text). [`METRICS`] lists them in table

@@ -34,7 +34,8 @@
 //! ([`Step::Mismatch`] otherwise: the member falls back). Two members that complete thus
 //! started with the same F (each holds the other's F) and merged the same contributions.
 
-use super::{Action, Msg, Value};
+use super::msg::{Action, Msg};
+use super::value::Value;
 
 /// Step number of the final value sent to an extra member.
 pub const FINAL: u8 = u8::MAX;
