@@ -22,42 +22,20 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
-mod abi_query;
-mod address;
-pub mod attr;
-mod bsend;
-mod coll;
-mod comm;
-mod completion;
-mod datatype;
-mod errhandler;
+mod bind;
 pub mod error;
-mod group;
 mod handle;
-mod info;
-mod init;
-mod intercomm;
-mod message;
-mod neighbor;
-mod op;
-mod p2p;
-mod persistent;
-mod profiling;
-mod request;
+mod obj;
 mod shortcut;
-mod spawn;
 mod state;
-mod status;
-mod topo;
-mod ulfm;
-mod unsupported;
 
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
 pub use crate::{
-    abi_query::*, address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, datatype::*, errhandler::*,
-    group::*, info::*, init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*,
-    profiling::*, request::*, status::*, topo::*, ulfm::*,
+    bind::abi_query::*, bind::address::*, bind::bsend::*, bind::coll::*, bind::completion::*, bind::init::*,
+    bind::message::*, bind::neighbor::*, bind::p2p::*, bind::persistent::*, bind::profiling::*,
+    bind::status::*, bind::ulfm::*, obj::attr::*, obj::comm::*, obj::datatype::*, obj::errhandler::*,
+    obj::group::*, obj::info::*, obj::intercomm::*, obj::op::*, obj::request::*, obj::topo::*,
 };
 
 /// Export `PMPI_name` with `body`, and `MPI_name` as its weak alias ([`weak_alias!`]). Every

@@ -28,9 +28,9 @@ use weft::ops::CommId;
 use weft_coll::{DType, Kind, Op, Spec};
 
 use crate::abi::*;
-use crate::coll::Mode;
-use crate::comm::CommRef;
+use crate::bind::coll::Mode;
 use crate::error::{MpiErr, MpiResult};
+use crate::obj::comm::CommRef;
 use crate::state::{multiple, Mpi};
 
 /// The arguments of a call that decide its spec, buffers aside.

@@ -19,16 +19,16 @@ use parking_lot::ReentrantMutex;
 use weft::ops::OpsCore;
 
 use crate::abi::*;
-use crate::attr::Keyvals;
-use crate::comm::Comms;
-use crate::datatype::Types;
-use crate::errhandler::{self, Errhandlers};
 use crate::error::{MpiErr, MpiResult};
-use crate::group::Group;
 use crate::handle::{Kind, Table};
-use crate::info::Info;
-use crate::op::UserOps;
-use crate::request::Requests;
+use crate::obj::attr::Keyvals;
+use crate::obj::comm::Comms;
+use crate::obj::datatype::Types;
+use crate::obj::errhandler::{self, Errhandlers};
+use crate::obj::group::Group;
+use crate::obj::info::Info;
+use crate::obj::op::UserOps;
+use crate::obj::request::Requests;
 
 /// Everything one MPI process holds: the operations core and the handle tables.
 pub(crate) struct Mpi {
@@ -50,7 +50,7 @@ pub(crate) struct Mpi {
     /// The last error raised, for `MPI_Error_string` to give its details.
     pub(crate) last_error: RefCell<Option<MpiErr>>,
     /// What `MPI_Comm_get_parent` returns.
-    pub(crate) parent: crate::spawn::Parent,
+    pub(crate) parent: crate::bind::spawn::Parent,
     /// The resolved arguments of the last direct calls.
     pub(crate) shortcuts: crate::shortcut::Shortcuts,
 }

@@ -116,7 +116,7 @@ impl Mpi {
     /// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
     pub(crate) fn topology(&self, comm: MPI_Comm) -> MpiResult<Rc<Topology>> {
         let comms = self.comms.borrow();
-        let c = comms.get(comm).ok_or_else(|| crate::comm::invalid(comm))?;
+        let c = comms.get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?;
         c.topo.clone().ok_or_else(|| err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} has no topology"))
     }
 

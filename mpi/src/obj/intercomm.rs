@@ -12,9 +12,9 @@ use std::ffi::c_int;
 use weft::ops::CommId;
 
 use crate::abi::*;
-use crate::comm::invalid;
 use crate::error::{err, MpiResult};
-use crate::group::Group;
+use crate::obj::comm::invalid;
+use crate::obj::group::Group;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
@@ -130,7 +130,7 @@ export! {
             let mut record = Vec::new();
             if me == leader {
                 let p = m.comm(peer_comm)?;
-                let tag = crate::p2p::send_tag(tag)?;
+                let tag = crate::bind::p2p::send_tag(tag)?;
                 let rl = m.core.dest(p, remote_leader)?;
                 let mine = to_bytes(&[ctx, group[leader as usize]].iter().chain(&group).copied().collect::<Vec<_>>());
                 // SAFETY: `mine` outlives the request, which is waited for below.

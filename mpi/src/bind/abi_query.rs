@@ -5,7 +5,7 @@ use std::ffi::c_int;
 
 use crate::abi::*;
 use crate::error::err;
-use crate::info::Info;
+use crate::obj::info::Info;
 use crate::state::{call, call_anytime, On};
 use crate::{export, put};
 

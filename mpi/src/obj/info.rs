@@ -6,9 +6,9 @@
 use std::ffi::{c_char, c_int};
 
 use crate::abi::*;
+use crate::bind::init::c_str;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::handle::{looks_like, Kind};
-use crate::init::c_str;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 

@@ -11,8 +11,8 @@ use weft::ops::CommId;
 
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::group::Group;
-use crate::request::{After, Req};
+use crate::obj::group::Group;
+use crate::obj::request::{After, Req};
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 

@@ -13,10 +13,10 @@ use weft::ops::{CommId, ReqId};
 use weft::EngineError;
 
 use crate::abi::*;
-use crate::datatype::Span;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::intercomm::remote_status;
-use crate::request::{self, After, Req, Unpack};
+use crate::obj::datatype::Span;
+use crate::obj::intercomm::remote_status;
+use crate::obj::request::{self, After, Req, Unpack};
 use crate::state::{self, call, multiple, Mpi, On};
 use crate::{export, put};
 
@@ -193,7 +193,7 @@ impl Mpi {
             Span::Strided(n, ty) => {
                 let mut packed = Vec::with_capacity(n);
                 // SAFETY: forwarded contract.
-                unsafe { crate::datatype::pack(buf.cast(), count as usize, &ty, &mut packed) };
+                unsafe { crate::obj::datatype::pack(buf.cast(), count as usize, &ty, &mut packed) };
                 // SAFETY: `packed` moves into the request's `After::Keep`, which lives until the
                 // request completes; moving a Vec does not move its heap buffer.
                 let id = unsafe { self.isend_raw(c, packed.as_ptr(), packed.len(), dst, tag, sync)? };
@@ -915,7 +915,7 @@ unsafe fn sendrecv_replace_body(
             Span::Contig(n) => copy.extend_from_slice(unsafe { bytes(buf, *n) }),
             // SAFETY: the application's buffer holds `count` elements of the type.
             Span::Strided(_, ty) => unsafe {
-                crate::datatype::pack(buf.cast(), count as usize, ty, &mut copy)
+                crate::obj::datatype::pack(buf.cast(), count as usize, ty, &mut copy)
             },
         }
         let send = || {

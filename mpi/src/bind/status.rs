@@ -12,11 +12,11 @@ use std::ffi::c_int;
 use weft_coll::DType;
 
 use crate::abi::*;
-use crate::datatype::{TypeInfo, Types};
 use crate::error::{err, MpiResult};
 use crate::export;
+use crate::obj::datatype::{TypeInfo, Types};
+use crate::obj::request::{count_of, set_count};
 use crate::put;
-use crate::request::{count_of, set_count};
 use crate::state::{call, Mpi, On};
 
 /// Byte sizes of the basic elements of one element of a type, in order, and the type's

@@ -17,8 +17,8 @@
 use std::ffi::c_int;
 
 use crate::abi::*;
-use crate::errhandler;
 use crate::error::err;
+use crate::obj::errhandler;
 use crate::state::{self, On, Phase};
 
 /// Report that `name` is not implemented, through the error handler that applies (the

@@ -13,10 +13,10 @@ use weft::ops::CommId;
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{looks_like, Kind, Table};
-use crate::info::Info;
-use crate::request::{After, Req};
+use crate::obj::info::Info;
+use crate::obj::request::{After, Req};
+use crate::obj::topo::Topology;
 use crate::state::{call, Mpi, On};
-use crate::topo::Topology;
 use crate::{export, put};
 
 /// One communicator as the application sees it.
@@ -27,7 +27,7 @@ pub(crate) struct CommObj {
     /// Attribute values by keyval.
     pub(crate) attrs: HashMap<c_int, usize>,
     /// For an intercommunicator (`id` is then the union of both groups): the groups' places.
-    pub(crate) inter: Option<crate::intercomm::Inter>,
+    pub(crate) inter: Option<crate::obj::intercomm::Inter>,
     /// Info hints set by `MPI_Comm_set_info` / `MPI_Comm_dup_with_info`.
     pub(crate) info: Info,
     /// The process topology, for communicators made by the topology constructors.
@@ -188,8 +188,8 @@ export! {
 /// What a duplicate takes from its communicator besides the core communicator: the
 /// intercommunicator's groups, the topology's shape, the copied attributes and the hints.
 struct DupParts {
-    inter: Option<crate::intercomm::Inter>,
-    shape: Option<crate::topo::Shape>,
+    inter: Option<crate::obj::intercomm::Inter>,
+    shape: Option<crate::obj::topo::Shape>,
     attrs: HashMap<c_int, usize>,
     info: Info,
 }
@@ -413,7 +413,7 @@ export! {
             if newcomm.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
             }
-            let tag = crate::p2p::send_tag(tag)?;
+            let tag = crate::bind::p2p::send_tag(tag)?;
             let id = m.comm(comm)?;
             let g = m.group(group)?;
             let members = m.core.comm_group(id)?;
@@ -523,7 +523,7 @@ export! {
     fn MPI_Comm_set_name / PMPI_Comm_set_name(comm: MPI_Comm, name: *const c_char) {
         call("MPI_Comm_set_name", On::Comm(comm), |m| {
             // SAFETY: NUL-terminated string from the caller, checked for null.
-            let s = unsafe { crate::init::c_str(name, "comm_name")? };
+            let s = unsafe { crate::bind::init::c_str(name, "comm_name")? };
             let mut comms = m.comms.borrow_mut();
             let c = comms.get_mut(comm).ok_or_else(|| invalid(comm))?;
             c.name = s.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
@@ -544,7 +544,7 @@ export! {
                 _ => &c.name,
             };
             // SAFETY: the caller provides MPI_MAX_OBJECT_NAME bytes at `name`.
-            unsafe { crate::init::write_str(name, len, s, MPI_MAX_OBJECT_NAME as usize) }
+            unsafe { crate::bind::init::write_str(name, len, s, MPI_MAX_OBJECT_NAME as usize) }
         })
     }
 }

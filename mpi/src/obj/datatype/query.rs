@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::{TypeInfo, Types};
 use crate::abi::*;
+use crate::bind::init::{c_str, write_str};
 use crate::error::{err, MpiResult};
-use crate::init::{c_str, write_str};
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 

@@ -14,7 +14,7 @@ use std::ffi::c_int;
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::export;
-use crate::request::{complete, empty_status, idle, inactive, peek, settled, store, Outcome};
+use crate::obj::request::{complete, empty_status, idle, inactive, peek, settled, store, Outcome};
 use crate::state::{call, Mpi, On};
 
 /// Check an array argument of `count` requests.

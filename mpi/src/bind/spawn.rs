@@ -19,10 +19,10 @@ use weft::ops::SpawnRequest;
 use weft::ops::Spawned;
 
 use crate::abi::*;
-use crate::comm::CommObj;
+use crate::bind::init::c_str;
 use crate::error::{err, MpiResult};
-use crate::init::c_str;
-use crate::intercomm::Inter;
+use crate::obj::comm::CommObj;
+use crate::obj::intercomm::Inter;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
@@ -33,7 +33,7 @@ pub(crate) struct Parent(Cell<MPI_Comm>);
 impl Parent {
     /// The parent intercommunicator of a spawned process, made at init (its error handler is
     /// `MPI_ERRORS_ARE_FATAL`, like `MPI_COMM_WORLD`'s).
-    pub(crate) fn at_init(comms: &mut crate::comm::Comms, sp: Option<Spawned>) -> Parent {
+    pub(crate) fn at_init(comms: &mut crate::obj::comm::Comms, sp: Option<Spawned>) -> Parent {
         let h = match sp {
             None => MPI_COMM_NULL,
             Some(sp) => {

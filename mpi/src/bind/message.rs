@@ -7,10 +7,10 @@
 use std::ffi::{c_int, c_void};
 
 use crate::abi::*;
-use crate::datatype::Span;
+use crate::bind::p2p::{recv_source, recv_tag};
 use crate::error::{err, MpiErr, MpiResult};
-use crate::p2p::{recv_source, recv_tag};
-use crate::request::{self, After, Req, Unpack};
+use crate::obj::datatype::Span;
+use crate::obj::request::{self, After, Req, Unpack};
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
@@ -31,7 +31,7 @@ impl Mpi {
             return Ok(None);
         };
         let mut st = request::status_of(&msg.status(), MPI_SUCCESS);
-        crate::intercomm::remote_status(inter, &mut st);
+        crate::obj::intercomm::remote_status(inter, &mut st);
         Ok(Some((self.reqs.borrow_mut().messages.insert((msg, comm)), st)))
     }
 

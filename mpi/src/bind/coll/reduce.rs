@@ -15,8 +15,8 @@ use super::{count_of, counts_at, in_place, launch, root_in, run_direct, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::op::fast_reduction;
-use crate::request::After;
+use crate::obj::op::fast_reduction;
+use crate::obj::request::After;
 use crate::shortcut::{Args, Resolved};
 use crate::state::{self, call, Mpi, On};
 
@@ -340,12 +340,12 @@ export! {
             let (mut src, mut dst) = (Vec::new(), Vec::new());
             // SAFETY: both buffers hold `count` elements of the type, by the caller's contract.
             unsafe {
-                crate::datatype::pack(inbuf.cast(), n, &ty, &mut src);
-                crate::datatype::pack(inoutbuf.cast(), n, &ty, &mut dst);
+                crate::obj::datatype::pack(inbuf.cast(), n, &ty, &mut src);
+                crate::obj::datatype::pack(inoutbuf.cast(), n, &ty, &mut dst);
             }
             r.op.apply(r.dtype, &src, &mut dst, true);
             // SAFETY: as above.
-            unsafe { crate::datatype::unpack(&dst, inoutbuf.cast(), n, &ty) }
+            unsafe { crate::obj::datatype::unpack(&dst, inoutbuf.cast(), n, &ty) }
         })
     }
 }

@@ -14,10 +14,10 @@ use std::ffi::{c_int, c_void};
 use weft::ops::{CommId, ReqId};
 
 use crate::abi::*;
-use crate::datatype::Span;
+use crate::bind::p2p::send_tag;
 use crate::error::{err, MpiResult};
-use crate::p2p::send_tag;
-use crate::request::block_on;
+use crate::obj::datatype::Span;
+use crate::obj::request::block_on;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
@@ -98,7 +98,7 @@ impl Mpi {
             Span::Strided(_, ty) => {
                 let mut packed = Vec::with_capacity(n);
                 // SAFETY: forwarded contract.
-                unsafe { crate::datatype::pack(buf.cast(), count as usize, &ty, &mut packed) };
+                unsafe { crate::obj::datatype::pack(buf.cast(), count as usize, &ty, &mut packed) };
                 // SAFETY: `packed` holds `n` bytes, the region `n` writable bytes.
                 unsafe { std::ptr::copy_nonoverlapping(packed.as_ptr(), dst_ptr, n) };
             }

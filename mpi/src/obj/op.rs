@@ -7,9 +7,9 @@ use std::ffi::c_int;
 use weft_coll::{DType, Op};
 
 use crate::abi::*;
-use crate::datatype::TypeInfo;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
+use crate::obj::datatype::TypeInfo;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
@@ -177,10 +177,10 @@ fn typed_user_op(def: UserOpDef, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<O
         // lies in `[true_lb, true_lb + true_extent)` of its element); the packed operands hold
         // `n * size` bytes; the application's function gets `len` elements at each buffer.
         unsafe {
-            let _ = crate::datatype::unpack(src, pa, n, &ty);
-            let _ = crate::datatype::unpack(dst, pb, n, &ty);
+            let _ = crate::obj::datatype::unpack(src, pa, n, &ty);
+            let _ = crate::obj::datatype::unpack(dst, pb, n, &ty);
             (def.f)(pa.cast(), pb.cast(), &mut len, &mut d);
-            crate::datatype::pack_to(pb, n, &ty, dst.as_mut_ptr());
+            crate::obj::datatype::pack_to(pb, n, &ty, dst.as_mut_ptr());
         }
     }))
 }

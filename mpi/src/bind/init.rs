@@ -8,12 +8,12 @@ use std::ffi::{c_char, c_double, c_int, CStr};
 use weft::ops::OpsCore;
 
 use crate::abi::*;
-use crate::comm::{CommObj, Comms};
-use crate::datatype::Types;
-use crate::errhandler::Errhandlers;
 use crate::error::{class_text, err, MpiErr, MpiResult, FIRST_USER_CLASS};
-use crate::op::UserOps;
-use crate::request::Requests;
+use crate::obj::comm::{CommObj, Comms};
+use crate::obj::datatype::Types;
+use crate::obj::errhandler::Errhandlers;
+use crate::obj::op::UserOps;
+use crate::obj::request::Requests;
 use crate::state::{self, call, call_anytime, phase, Mpi, On, Phase};
 use crate::{export, put};
 
@@ -36,7 +36,7 @@ fn init(level: c_int) -> MpiResult {
         CommObj::new(world, MPI_ERRORS_ARE_FATAL, ""),
         CommObj::new(self_id, MPI_ERRORS_ARE_FATAL, ""),
     );
-    let parent = crate::spawn::Parent::at_init(&mut comms, core.parent());
+    let parent = crate::bind::spawn::Parent::at_init(&mut comms, core.parent());
     state::install(Mpi {
         core,
         level,
@@ -48,7 +48,7 @@ fn init(level: c_int) -> MpiResult {
         groups: Mpi::group_table(),
         errhandlers: RefCell::new(Errhandlers::new()),
         infos: RefCell::new(crate::handle::Table::new(crate::handle::Kind::Info)),
-        keyvals: RefCell::new(crate::attr::Keyvals::new()),
+        keyvals: RefCell::new(crate::obj::attr::Keyvals::new()),
         finalized: Cell::new(false),
         last_error: RefCell::new(None),
         parent,
@@ -61,7 +61,7 @@ fn init(level: c_int) -> MpiResult {
 fn init_result(name: &str, r: MpiResult) -> c_int {
     match r {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => crate::errhandler::raise_initial(name, e),
+        Err(e) => crate::obj::errhandler::raise_initial(name, e),
     }
 }
 

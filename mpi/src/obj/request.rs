@@ -22,10 +22,10 @@ use weft::ops::ReqId;
 use weft::{EngineError, Status};
 
 use crate::abi::*;
+use crate::bind::persistent::{Active, Persistent};
 use crate::error::{err, MpiErr, MpiResult};
 use crate::export;
 use crate::handle::{Kind, Table};
-use crate::persistent::{Active, Persistent};
 use crate::state::{self, call, Mpi, On};
 
 /// What to do when a core request completes.
@@ -45,7 +45,7 @@ pub(crate) struct Unpack {
     pub(crate) packed: Vec<u8>,
     pub(crate) dst: *mut u8,
     pub(crate) count: usize,
-    pub(crate) ty: std::sync::Arc<crate::datatype::TypeInfo>,
+    pub(crate) ty: std::sync::Arc<crate::obj::datatype::TypeInfo>,
 }
 
 /// One request.
@@ -56,7 +56,7 @@ pub(crate) enum Req {
     /// this status.
     Done { status: MPI_Status, comm: MPI_Comm },
     /// Several core requests that complete as one (a neighborhood collective).
-    Parts { parts: Box<crate::neighbor::Parts>, comm: MPI_Comm },
+    Parts { parts: Box<crate::bind::neighbor::Parts>, comm: MPI_Comm },
     /// A persistent request (`MPI_Send_init`, ...), active or not.
     Persistent(Box<Persistent>),
 }
@@ -77,7 +77,7 @@ pub(crate) struct Requests {
     /// Core requests freed by the application while active, with their completion steps.
     orphans: Vec<(ReqId, After)>,
     /// The buffer attached by `MPI_Buffer_attach` and the buffered sends using it.
-    pub(crate) bsend: crate::bsend::Pool,
+    pub(crate) bsend: crate::bind::bsend::Pool,
     /// Messages taken out of matching by `MPI_Mprobe`/`MPI_Improbe`, with their communicator.
     pub(crate) messages: Table<(weft::ops::Message, MPI_Comm)>,
 }
@@ -87,7 +87,7 @@ impl Requests {
         Requests {
             table: Table::new(Kind::Request),
             orphans: Vec::new(),
-            bsend: crate::bsend::Pool::default(),
+            bsend: crate::bind::bsend::Pool::default(),
             messages: Table::new(Kind::Message),
         }
     }
@@ -246,7 +246,7 @@ pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option
     let (id, comm) = match stand {
         Stand::Ready(st) => return Ok(Some((st, failed(&st)))),
         Stand::Running(id, comm) => (id, comm),
-        Stand::Parts => return crate::neighbor::complete_parts(m, h, block),
+        Stand::Parts => return crate::bind::neighbor::complete_parts(m, h, block),
     };
     let res = if block {
         block_on(m, id)
@@ -425,7 +425,7 @@ pub(crate) fn finish(m: &Mpi, res: Result<Status, EngineError>, after: After) ->
                     let Unpack { packed, dst, count, ty } = *u;
                     // SAFETY: `dst` is the receive buffer the application handed to the receive
                     // call and must keep valid until the request completes (now).
-                    unsafe { crate::datatype::unpack(&packed[..s.count], dst, count, &ty) }
+                    unsafe { crate::obj::datatype::unpack(&packed[..s.count], dst, count, &ty) }
                 }
                 After::Run(f) => f(m),
             };
@@ -656,7 +656,7 @@ pub(crate) fn peek(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
         Some(Req::Parts { .. }) => None,
     };
     let Some((id, comm)) = head else {
-        return crate::neighbor::peek_parts(m, h);
+        return crate::bind::neighbor::peek_parts(m, h);
     };
     let res = match m.core.test(id) {
         Ok(None) | Err(EngineError::ProcFailedPending) => return Ok(None),

@@ -10,9 +10,9 @@
 
 use std::sync::Arc;
 
-use crate::datatype::{pack, unpack, TypeInfo};
 use crate::error::MpiResult;
-use crate::request::After;
+use crate::obj::datatype::{pack, unpack, TypeInfo};
+use crate::obj::request::After;
 
 /// One block of a buffer: `count` elements of `ty` at byte offset `off` from the base.
 #[derive(Clone)]

@@ -10,9 +10,9 @@ use weft::ops::ReqId;
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::export;
-use crate::request::{block_on, empty_status, finish, After, Outcome, Req};
+use crate::obj::request::{block_on, empty_status, finish, After, Outcome, Req};
+use crate::obj::topo::{ints, Peer};
 use crate::state::{call, Mpi, On};
-use crate::topo::{ints, Peer};
 
 /// The core requests of a non-blocking neighborhood collective still running, and the first
 /// error of those that completed.
@@ -57,7 +57,7 @@ pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<
 fn run_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
     let (pending, mut failed, comm) = match m.reqs.borrow_mut().get_mut(h) {
         Some(Req::Parts { parts, comm }) => (std::mem::take(&mut parts.pending), parts.failed.take(), *comm),
-        _ => return Err(crate::request::invalid(h)),
+        _ => return Err(crate::obj::request::invalid(h)),
     };
     let mut still = Vec::new();
     for (id, after) in pending {

@@ -197,7 +197,7 @@ impl Mpi {
     pub(crate) fn copy_comm_attrs(&self, old: MPI_Comm) -> MpiResult<HashMap<c_int, usize>> {
         let attrs: Vec<_> = match self.comms.borrow().get(old) {
             Some(c) => c.attrs.iter().map(|(&k, &v)| (k, v)).collect(),
-            None => return Err(crate::comm::invalid(old)),
+            None => return Err(crate::obj::comm::invalid(old)),
         };
         self.copy_attrs(old, attrs)
     }
@@ -207,7 +207,7 @@ impl Mpi {
     pub(crate) fn delete_comm_attrs(&self, h: MPI_Comm) -> MpiResult {
         let attrs: Vec<_> = match self.comms.borrow_mut().get_mut(h) {
             Some(c) => c.attrs.drain().collect(),
-            None => return Err(crate::comm::invalid(h)),
+            None => return Err(crate::obj::comm::invalid(h)),
         };
         self.delete_all(h, attrs)
     }
@@ -244,7 +244,7 @@ impl Mpi {
         match object {
             Object::Comm => {
                 let mut comms = self.comms.borrow_mut();
-                let c = comms.get_mut(h).ok_or_else(|| crate::comm::invalid(h))?;
+                let c = comms.get_mut(h).ok_or_else(|| crate::obj::comm::invalid(h))?;
                 Ok(f(&mut c.attrs))
             }
             Object::Type => {

@@ -12,9 +12,9 @@ use weft_coll::{DType, Kind, Spec};
 use super::stage::{self, Block, Region};
 use super::{count_of, counts_at, displs_at, in_place, launch, mismatch, Mode};
 use crate::abi::*;
-use crate::datatype::{array, TypeInfo};
 use crate::error::MpiResult;
 use crate::export;
+use crate::obj::datatype::{array, TypeInfo};
 use crate::state::{call, Mpi, On};
 
 /// Run an all-to-all whose send side is `send` (`None`: in place) and receive side `recv`.

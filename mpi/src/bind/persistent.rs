@@ -12,10 +12,10 @@ use std::ffi::{c_int, c_void};
 use weft::ops::ReqId;
 
 use crate::abi::*;
+use crate::bind::p2p::{recv_tag, send_tag, Mode, Started};
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::p2p::{recv_tag, send_tag, Mode, Started};
-use crate::request::{After, Req};
+use crate::obj::request::{After, Req};
 use crate::state::{call, Mpi, On};
 
 /// The operation a persistent request runs on each start.
@@ -56,7 +56,7 @@ impl Mpi {
                 ))
             }
             Some(_) => return Err(err!(MPI_ERR_REQUEST, "invalid request {h:#x}: not a persistent request")),
-            None => return Err(crate::request::invalid(h)),
+            None => return Err(crate::obj::request::invalid(h)),
         };
         // SAFETY: the application keeps the buffer it gave to the init call valid while the
         // request is active (the standard's rule for persistent requests).

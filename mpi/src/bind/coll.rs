@@ -18,11 +18,11 @@ use weft::EngineError;
 use weft_coll::{DType, Kind, Spec};
 
 use crate::abi::*;
-use crate::comm::CommRef;
-use crate::datatype::TypeInfo;
+use crate::bind::p2p::engine_error;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::p2p::engine_error;
-use crate::request::{self, After, Req};
+use crate::obj::comm::CommRef;
+use crate::obj::datatype::TypeInfo;
+use crate::obj::request::{self, After, Req};
 use crate::state::{self, call, multiple, Mpi, On};
 use crate::{export, put};
 
@@ -220,7 +220,7 @@ pub(crate) fn count_of(c: c_int) -> MpiResult<usize> {
 /// A non-null `p` must hold `n` ints.
 pub(crate) unsafe fn counts_at(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<usize>> {
     // SAFETY: forwarded contract.
-    let a = unsafe { crate::datatype::array(p, n, what)? };
+    let a = unsafe { crate::obj::datatype::array(p, n, what)? };
     a.iter().map(|&c| count_of(c)).collect()
 }
 
@@ -230,7 +230,7 @@ pub(crate) unsafe fn counts_at(p: *const c_int, n: usize, what: &str) -> MpiResu
 /// A non-null `p` must hold `n` ints.
 pub(crate) unsafe fn displs_at(p: *const c_int, n: usize, what: &str) -> MpiResult<Vec<isize>> {
     // SAFETY: forwarded contract.
-    Ok(unsafe { crate::datatype::array(p, n, what)? }.iter().map(|&d| d as isize).collect())
+    Ok(unsafe { crate::obj::datatype::array(p, n, what)? }.iter().map(|&d| d as isize).collect())
 }
 
 /// The root of a rooted collective on `n` ranks (`MPI_ERR_ROOT` if out of range).
