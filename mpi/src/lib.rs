@@ -31,12 +31,7 @@ mod state;
 
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
-pub use crate::{
-    bind::abi_query::*, bind::address::*, bind::bsend::*, bind::coll::*, bind::completion::*, bind::init::*,
-    bind::message::*, bind::neighbor::*, bind::p2p::*, bind::persistent::*, bind::profiling::*,
-    bind::status::*, bind::ulfm::*, obj::attr::*, obj::comm::*, obj::datatype::*, obj::errhandler::*,
-    obj::group::*, obj::info::*, obj::intercomm::*, obj::op::*, obj::request::*, obj::topo::*,
-};
+pub use crate::bind::*;
 
 /// Export `PMPI_name` with `body`, and `MPI_name` as its weak alias ([`weak_alias!`]). Every
 /// argument is a plain C value or pointer; pointers are checked before use (null where the

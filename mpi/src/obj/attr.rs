@@ -17,8 +17,7 @@ use std::sync::atomic::AtomicI32;
 
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::state::{call, Mpi, On};
-use crate::{export, put};
+use crate::state::Mpi;
 
 /// weft's fault-tolerance attribute key (declared in `mpi-ext.h`): its value is true.
 pub const MPIX_FT: c_int = 0x1001;
@@ -254,7 +253,7 @@ impl Mpi {
         }
     }
 
-    fn set_attr(&self, object: Object, h: usize, key: c_int, value: usize) -> MpiResult {
+    pub(crate) fn set_attr(&self, object: Object, h: usize, key: c_int, value: usize) -> MpiResult {
         if is_predefined(key) {
             return Err(err!(MPI_ERR_KEYVAL, "keyval {key} is predefined: it cannot be set"));
         }
@@ -266,7 +265,7 @@ impl Mpi {
         Ok(())
     }
 
-    fn get_attr(&self, object: Object, h: usize, key: c_int) -> MpiResult<Option<usize>> {
+    pub(crate) fn get_attr(&self, object: Object, h: usize, key: c_int) -> MpiResult<Option<usize>> {
         if object == Object::Comm {
             if let Some(v) = predefined(self, key) {
                 self.comm(h)?;
@@ -277,7 +276,7 @@ impl Mpi {
         self.with_attrs(object, h, |a| a.get(&key).copied())
     }
 
-    fn delete_attr(&self, object: Object, h: usize, key: c_int) -> MpiResult {
+    pub(crate) fn delete_attr(&self, object: Object, h: usize, key: c_int) -> MpiResult {
         if is_predefined(key) {
             return Err(err!(MPI_ERR_KEYVAL, "keyval {key} is predefined: it cannot be deleted"));
         }
@@ -288,7 +287,13 @@ impl Mpi {
         }
     }
 
-    fn create_keyval(&self, object: Object, copy: usize, delete: usize, extra: *mut c_void) -> c_int {
+    pub(crate) fn create_keyval(
+        &self,
+        object: Object,
+        copy: usize,
+        delete: usize,
+        extra: *mut c_void,
+    ) -> c_int {
         let copy = match copy {
             MPI_COMM_NULL_COPY_FN => Copy::Null,
             MPI_COMM_DUP_FN => Copy::Dup,
@@ -308,7 +313,7 @@ impl Mpi {
         key
     }
 
-    fn free_keyval(&self, object: Object, key: *mut c_int) -> MpiResult {
+    pub(crate) fn free_keyval(&self, object: Object, key: *mut c_int) -> MpiResult {
         if key.is_null() {
             return Err(err!(MPI_ERR_ARG, "invalid argument: `keyval` is NULL"));
         }
@@ -326,98 +331,3 @@ impl Mpi {
         Ok(())
     }
 }
-
-/// Write `value` (if any) through `attr` (a `void **`) and the flag.
-///
-/// # Safety
-/// Non-null `attr` and `flag` must be valid for writes.
-unsafe fn give(value: Option<usize>, attr: *mut c_void, flag: *mut c_int) -> MpiResult {
-    if flag.is_null() || (value.is_some() && attr.is_null()) {
-        return Err(err!(MPI_ERR_ARG, "invalid argument: `attribute_val` or `flag` is NULL"));
-    }
-    // SAFETY: checked non-null; valid by the caller's contract.
-    unsafe {
-        if let Some(v) = value {
-            *attr.cast::<usize>() = v;
-        }
-        *flag = value.is_some() as c_int;
-    }
-    Ok(())
-}
-
-macro_rules! attr_functions {
-    ($object:expr, $on:ident,
-     $create:ident / $pcreate:ident, $free:ident / $pfree:ident, $set:ident / $pset:ident,
-     $get:ident / $pget:ident, $del:ident / $pdel:ident) => {
-        export! {
-            /// Create a keyval (`MPI_*_create_keyval`) with copy and delete callbacks (or the
-            /// predefined `NULL_COPY`/`DUP`/`NULL_DELETE` values) and extra state.
-            fn $create / $pcreate(copy_fn: usize, delete_fn: usize, keyval: *mut c_int, extra_state: *mut c_void) {
-                call(stringify!($create), On::NoObject, |m| {
-                    if keyval.is_null() {
-                        return Err(err!(MPI_ERR_ARG, "invalid argument: `keyval` is NULL"));
-                    }
-                    let k = m.create_keyval($object, copy_fn, delete_fn, extra_state);
-                    // SAFETY: checked non-null.
-                    unsafe { put(keyval, k, "keyval") }
-                })
-            }
-        }
-        export! {
-            /// Free a keyval (`MPI_*_free_keyval`); sets it to `MPI_KEYVAL_INVALID`.
-            fn $free / $pfree(keyval: *mut c_int) {
-                call(stringify!($free), On::NoObject, |m| m.free_keyval($object, keyval))
-            }
-        }
-        export! {
-            /// Attach a value (`MPI_*_set_attr`); an earlier value's delete callback runs first.
-            fn $set / $pset(h: usize, keyval: c_int, value: *mut c_void) {
-                call(stringify!($set), $on(h), |m| m.set_attr($object, h, keyval, value as usize))
-            }
-        }
-        export! {
-            /// Read a value (`MPI_*_get_attr`): `*(void **)attribute_val` and `flag`.
-            fn $get / $pget(h: usize, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
-                call(stringify!($get), $on(h), |m| {
-                    let v = m.get_attr($object, h, keyval)?;
-                    // SAFETY: output pointers from the caller.
-                    unsafe { give(v, value, flag) }
-                })
-            }
-        }
-        export! {
-            /// Remove a value (`MPI_*_delete_attr`), running its delete callback.
-            fn $del / $pdel(h: usize, keyval: c_int) {
-                call(stringify!($del), $on(h), |m| m.delete_attr($object, h, keyval))
-            }
-        }
-    };
-}
-
-fn on_comm(h: MPI_Comm) -> On {
-    On::Comm(h)
-}
-
-fn on_none(_: usize) -> On {
-    On::NoObject
-}
-
-attr_functions!(
-    Object::Comm,
-    on_comm,
-    MPI_Comm_create_keyval / PMPI_Comm_create_keyval,
-    MPI_Comm_free_keyval / PMPI_Comm_free_keyval,
-    MPI_Comm_set_attr / PMPI_Comm_set_attr,
-    MPI_Comm_get_attr / PMPI_Comm_get_attr,
-    MPI_Comm_delete_attr / PMPI_Comm_delete_attr
-);
-
-attr_functions!(
-    Object::Type,
-    on_none,
-    MPI_Type_create_keyval / PMPI_Type_create_keyval,
-    MPI_Type_free_keyval / PMPI_Type_free_keyval,
-    MPI_Type_set_attr / PMPI_Type_set_attr,
-    MPI_Type_get_attr / PMPI_Type_get_attr,
-    MPI_Type_delete_attr / PMPI_Type_delete_attr
-);

@@ -14,12 +14,12 @@
 //! A type whose basic elements are all one predefined type keeps that type as `elem`, so the
 //! predefined reductions apply to it (its packed data is a run of such elements).
 
-mod pack;
+pub(crate) mod pack;
 pub(crate) mod pair;
 #[cfg(test)]
 mod proptests;
-mod query;
-mod typecons;
+pub(crate) mod query;
+pub(crate) mod typecons;
 
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -30,7 +30,6 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
 
-pub use self::{pack::*, query::*, typecons::*};
 pub(crate) use pack::{pack, pack_to, unpack};
 pub(crate) use typecons::array;
 
@@ -348,7 +347,7 @@ impl TypeInfo {
 
 /// The error for a handle that names no type.
 #[cold]
-fn invalid(h: MPI_Datatype) -> crate::error::MpiErr {
+pub(crate) fn invalid(h: MPI_Datatype) -> crate::error::MpiErr {
     if h == MPI_DATATYPE_NULL {
         err!(MPI_ERR_TYPE, "invalid datatype: MPI_DATATYPE_NULL")
     } else {

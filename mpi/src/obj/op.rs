@@ -10,8 +10,7 @@ use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
 use crate::obj::datatype::TypeInfo;
-use crate::state::{call, Mpi, On};
-use crate::{export, put};
+use crate::state::Mpi;
 
 /// `MPI_User_function`.
 pub(crate) type UserFunction = unsafe extern "C" fn(
@@ -30,7 +29,7 @@ pub(crate) struct UserOpDef {
 
 /// Created operations.
 pub(crate) struct UserOps {
-    table: Table<UserOpDef>,
+    pub(crate) table: Table<UserOpDef>,
 }
 
 impl UserOps {
@@ -183,55 +182,4 @@ fn typed_user_op(def: UserOpDef, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<O
             crate::obj::datatype::pack_to(pb, n, &ty, dst.as_mut_ptr());
         }
     }))
-}
-
-export! {
-    /// `MPI_Op_create`.
-    fn MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFunction>, commute: c_int, op: *mut MPI_Op) {
-        call("MPI_Op_create", On::NoObject, |m| {
-            let f = user_fn.ok_or_else(|| err!(MPI_ERR_ARG, "invalid argument: `user_fn` is NULL"))?;
-            if op.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `op` is NULL"));
-            }
-            let h = m.ops.borrow_mut().table.insert(UserOpDef { f, commute: commute != 0 });
-            // SAFETY: checked non-null.
-            unsafe { put(op, h, "op") }
-        })
-    }
-}
-
-export! {
-    /// `MPI_Op_free`.
-    fn MPI_Op_free / PMPI_Op_free(op: *mut MPI_Op) {
-        call("MPI_Op_free", On::NoObject, |m| {
-            if op.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `op` is NULL"));
-            }
-            // SAFETY: non-null in/out pointer.
-            let h = unsafe { *op };
-            m.ops
-                .borrow_mut()
-                .table
-                .remove(h)
-                .ok_or_else(|| err!(MPI_ERR_OP, "invalid operation {h:#x}: predefined, freed or never created"))?;
-            // SAFETY: as above.
-            unsafe { *op = MPI_OP_NULL };
-            Ok(())
-        })
-    }
-}
-
-export! {
-    /// `MPI_Op_commutative`.
-    fn MPI_Op_commutative / PMPI_Op_commutative(op: MPI_Op, commute: *mut c_int) {
-        call("MPI_Op_commutative", On::NoObject, |m| {
-            let c = match op {
-                MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR
-                | MPI_LXOR | MPI_MINLOC | MPI_MAXLOC | MPI_REPLACE | MPI_NO_OP => true,
-                h => m.ops.borrow().table.get(h).ok_or_else(|| err!(MPI_ERR_OP, "invalid operation {h:#x}"))?.commute,
-            };
-            // SAFETY: output pointer from the caller.
-            unsafe { put(commute, c as c_int, "commute") }
-        })
-    }
 }
