@@ -33,6 +33,11 @@ mod state;
 // directly).
 pub use crate::bind::*;
 
+/// The attribute keys weft adds (`mpi-ext.h`).
+pub mod attr {
+    pub use crate::obj::attr::MPIX_FT;
+}
+
 /// Export `PMPI_name` with `body`, and `MPI_name` as its weak alias ([`weak_alias!`]). Every
 /// argument is a plain C value or pointer; pointers are checked before use (null where the
 /// standard forbids it is `MPI_ERR_ARG`).

@@ -48,7 +48,7 @@ impl Pool {
 impl Mpi {
     /// Give back the room of the buffered sends that completed.
     fn reap_bsends(&self) {
-        let mut reqs = self.reqs.borrow_mut();
+        let mut reqs = self.reqs().borrow_mut();
         reqs.bsend.live.retain(|&(_, _, id)| matches!(self.core.test(id), Ok(None)));
     }
 
@@ -68,14 +68,14 @@ impl Mpi {
     ) -> MpiResult {
         let tag = send_tag(tag)?;
         let dst = self.core.dest(c, dest)?;
-        let span = self.types.borrow().span(dt, count)?;
+        let span = self.types().borrow().span(dt, count)?;
         let n = span.bytes();
         if n > 0 && buf.is_null() {
             return Err(err!(MPI_ERR_BUFFER, "invalid buffer: NULL with {n} bytes to move"));
         }
         self.reap_bsends();
         let need = n + MPI_BSEND_OVERHEAD as usize;
-        let mut reqs = self.reqs.borrow_mut();
+        let mut reqs = self.reqs().borrow_mut();
         let pool = &mut reqs.bsend;
         let Some((base, size)) = pool.attached else {
             return Err(err!(
@@ -121,7 +121,7 @@ impl Mpi {
         if buffer.is_null() && size > 0 {
             return Err(err!(MPI_ERR_BUFFER, "invalid buffer: NULL with size {size}"));
         }
-        let mut reqs = self.reqs.borrow_mut();
+        let mut reqs = self.reqs().borrow_mut();
         if reqs.bsend.attached.is_some() {
             return Err(err!(MPI_ERR_BUFFER, "a buffer is attached already (MPI_Buffer_detach it first)"));
         }
@@ -135,14 +135,14 @@ impl Mpi {
         // One at a time, each entry staying in the pool until its send is done: at
         // MPI_THREAD_MULTIPLE another thread's buffered send must not take its room meanwhile.
         loop {
-            let next = self.reqs.borrow().bsend.live.first().map(|e| e.2);
+            let next = self.reqs().borrow().bsend.live.first().map(|e| e.2);
             let Some(id) = next else { break };
             // The send's error has no request to go to (see the module doc); an id another
             // thread's buffered send already reaped is an error here too, and done as well.
             let _ = block_on(self, id);
-            self.reqs.borrow_mut().bsend.live.retain(|e| e.2 != id);
+            self.reqs().borrow_mut().bsend.live.retain(|e| e.2 != id);
         }
-        Ok(self.reqs.borrow_mut().bsend.attached.take().unwrap_or((std::ptr::null_mut(), 0)))
+        Ok(self.reqs().borrow_mut().bsend.attached.take().unwrap_or((std::ptr::null_mut(), 0)))
     }
 }
 

@@ -119,7 +119,7 @@ impl Mpi {
         };
         // SAFETY: forwarded contract.
         let id = unsafe { self.core.start(c.id, spec)? };
-        let h = self.reqs.borrow_mut().insert(Req::Core { id, comm, after: keep });
+        let h = self.reqs().borrow_mut().insert(Req::Core { id, comm, after: keep });
         match out {
             // SAFETY: checked non-null.
             Some(out) => unsafe { put(out, h, "request") },
@@ -180,7 +180,7 @@ impl Mpi {
 
     /// The type `dt` for moving `count` elements: committed, and the count not negative.
     pub(crate) fn typed(&self, dt: MPI_Datatype, count: c_int) -> MpiResult<Arc<TypeInfo>> {
-        let types = self.types.borrow();
+        let types = self.types().borrow();
         types.span(dt, count as i64)?;
         Ok(types.get(dt)?.clone())
     }
@@ -344,7 +344,7 @@ fn bcast_full(
     mode: Mode,
 ) -> MpiResult {
     let args = Args { kind: Kind::Bcast, comm, dt, op: MPI_OP_NULL, count, root, in_place: false };
-    let dense = m.types.borrow().dense(dt);
+    let dense = m.types().borrow().dense(dt);
     if let Some(bytes) = dense.and_then(|(size, _)| size.checked_mul(usize::try_from(count).ok()?)) {
         let c = m.coll_comm(comm)?;
         let root = root_in(root, c.size)?;

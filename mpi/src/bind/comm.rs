@@ -43,7 +43,7 @@ export! {
             if newcomm.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` is NULL"));
             }
-            let info = m.comms.borrow().get(comm).map(|c| c.info.clone()).unwrap_or_default();
+            let info = m.comms().borrow().get(comm).map(|c| c.info.clone()).unwrap_or_default();
             let h = m.dup_comm(comm, info)?;
             // SAFETY: checked non-null above.
             unsafe { put(newcomm, h, "newcomm") }
@@ -74,7 +74,7 @@ export! {
             if newcomm.is_null() || request.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` or `request` is NULL"));
             }
-            let info = m.comms.borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
+            let info = m.comms().borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
             let r = m.idup_comm(comm, info, newcomm)?;
             // SAFETY: checked non-null above.
             unsafe { put(request, r, "request") }
@@ -102,7 +102,7 @@ export! {
     fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) {
         call("MPI_Comm_set_info", On::Comm(comm), |m| {
             let i = m.info(info)?;
-            let mut comms = m.comms.borrow_mut();
+            let mut comms = m.comms().borrow_mut();
             comms.get_mut(comm).ok_or_else(|| invalid(comm))?.info = i;
             Ok(())
         })
@@ -116,7 +116,7 @@ export! {
             if info.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `info_used` is NULL"));
             }
-            let i = m.comms.borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
+            let i = m.comms().borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
             let h = m.new_info(i);
             // SAFETY: checked non-null above.
             unsafe { put(info, h, "info_used") }
@@ -272,7 +272,7 @@ export! {
         call("MPI_Comm_set_name", On::Comm(comm), |m| {
             // SAFETY: NUL-terminated string from the caller, checked for null.
             let s = unsafe { crate::bind::init::c_str(name, "comm_name")? };
-            let mut comms = m.comms.borrow_mut();
+            let mut comms = m.comms().borrow_mut();
             let c = comms.get_mut(comm).ok_or_else(|| invalid(comm))?;
             c.name = s.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
             Ok(())
@@ -284,7 +284,7 @@ export! {
     /// `MPI_Comm_get_name`: the name set, or `MPI_COMM_WORLD` / `MPI_COMM_SELF` for those.
     fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: MPI_Comm, name: *mut c_char, len: *mut c_int) {
         call("MPI_Comm_get_name", On::Comm(comm), |m| {
-            let comms = m.comms.borrow();
+            let comms = m.comms().borrow();
             let c = comms.get(comm).ok_or_else(|| invalid(comm))?;
             let s = match (comm, c.name.is_empty()) {
                 (MPI_COMM_WORLD, true) => "MPI_COMM_WORLD",

@@ -15,7 +15,7 @@ export! {
             if errhandler.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `errhandler` is NULL"));
             }
-            let h = m.errhandlers.borrow_mut().create(f);
+            let h = m.errhandlers().borrow_mut().create(f);
             // SAFETY: checked non-null.
             unsafe { put(errhandler, h, "errhandler") }
         })
@@ -26,10 +26,10 @@ export! {
     /// `MPI_Comm_set_errhandler`.
     fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) {
         call("MPI_Comm_set_errhandler", On::Comm(comm), |m| {
-            if m.errhandlers.borrow().get(errhandler).is_none() {
+            if m.errhandlers().borrow().get(errhandler).is_none() {
                 return Err(err!(MPI_ERR_ARG, "invalid error handler {errhandler:#x}"));
             }
-            let mut comms = m.comms.borrow_mut();
+            let mut comms = m.comms().borrow_mut();
             comms.get_mut(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?.errhandler = errhandler;
             Ok(())
         })
@@ -40,7 +40,7 @@ export! {
     /// `MPI_Comm_get_errhandler`.
     fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) {
         call("MPI_Comm_get_errhandler", On::Comm(comm), |m| {
-            let h = m.comms.borrow().get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?.errhandler;
+            let h = m.comms().borrow().get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?.errhandler;
             // SAFETY: output pointer from the caller.
             unsafe { put(errhandler, h, "errhandler") }
         })
@@ -57,7 +57,7 @@ export! {
             // SAFETY: non-null in/out pointer.
             let h = unsafe { *errhandler };
             let predefined = matches!(h, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_ABORT | MPI_ERRORS_RETURN);
-            if !predefined && !m.errhandlers.borrow_mut().free(h) {
+            if !predefined && !m.errhandlers().borrow_mut().free(h) {
                 return Err(err!(MPI_ERR_ARG, "invalid error handler {h:#x}"));
             }
             // SAFETY: as above.

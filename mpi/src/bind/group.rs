@@ -232,7 +232,7 @@ export! {
             }
             // SAFETY: non-null in/out pointer from the caller.
             let h = unsafe { *group };
-            if h != MPI_GROUP_EMPTY && m.groups.borrow_mut().remove(h).is_none() {
+            if h != MPI_GROUP_EMPTY && m.groups().borrow_mut().remove(h).is_none() {
                 return Err(invalid(h));
             }
             // SAFETY: as above.

@@ -197,7 +197,7 @@ export! {
             if h == MPI_INFO_ENV {
                 return Err(err!(MPI_ERR_INFO, "MPI_INFO_ENV cannot be freed"));
             }
-            m.infos.borrow_mut().remove(h).ok_or_else(|| invalid(h))?;
+            m.infos().borrow_mut().remove(h).ok_or_else(|| invalid(h))?;
             // SAFETY: as above.
             unsafe { *info = MPI_INFO_NULL };
             Ok(())

@@ -9,11 +9,16 @@ use weft::ops::OpsCore;
 
 use crate::abi::*;
 use crate::error::{class_text, err, MpiErr, MpiResult, FIRST_USER_CLASS};
-use crate::obj::comm::{CommObj, Comms};
-use crate::obj::datatype::Types;
-use crate::obj::errhandler::Errhandlers;
-use crate::obj::op::UserOps;
-use crate::obj::request::Requests;
+use crate::handle::{Kind, Table};
+use crate::obj::attr::{self, Keyvals};
+use crate::obj::comm::{self, CommObj, Comms};
+use crate::obj::datatype::{self, Types};
+use crate::obj::errhandler::{self, Errhandlers};
+use crate::obj::intercomm::{self, Parent};
+use crate::obj::op::{self, UserOps};
+use crate::obj::request::{self, Requests};
+use crate::obj::{group, info};
+use crate::shortcut::Shortcuts;
 use crate::state::{self, call, call_anytime, phase, Mpi, On, Phase};
 use crate::{export, put};
 
@@ -36,23 +41,24 @@ fn init(level: c_int) -> MpiResult {
         CommObj::new(world, MPI_ERRORS_ARE_FATAL, ""),
         CommObj::new(self_id, MPI_ERRORS_ARE_FATAL, ""),
     );
-    let parent = crate::bind::spawn::Parent::at_init(&mut comms, core.parent());
+    let parent = Parent::at_init(&mut comms, core.parent());
+    comm::make_table(comms);
+    intercomm::make_parent(parent);
+    request::make_table(Requests::new());
+    datatype::make_table(Types::new());
+    op::make_table(UserOps::new());
+    group::make_table(Table::new(Kind::Group));
+    errhandler::make_table(Errhandlers::new());
+    info::make_table(Table::new(Kind::Info));
+    attr::make_table(Keyvals::new());
     state::install(Mpi {
         core,
         level,
         main_thread: std::thread::current().id(),
-        comms: RefCell::new(comms),
-        reqs: RefCell::new(Requests::new()),
-        types: RefCell::new(Types::new()),
-        ops: RefCell::new(UserOps::new()),
-        groups: Mpi::group_table(),
-        errhandlers: RefCell::new(Errhandlers::new()),
-        infos: RefCell::new(crate::handle::Table::new(crate::handle::Kind::Info)),
-        keyvals: RefCell::new(crate::obj::attr::Keyvals::new()),
         finalized: Cell::new(false),
         last_error: RefCell::new(None),
-        parent,
-        shortcuts: crate::shortcut::Shortcuts::new(world),
+        shortcuts: Shortcuts::new(world),
+        raise: errhandler::raise,
     });
     Ok(())
 }
@@ -61,7 +67,7 @@ fn init(level: c_int) -> MpiResult {
 fn init_result(name: &str, r: MpiResult) -> c_int {
     match r {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => crate::obj::errhandler::raise_initial(name, e),
+        Err(e) => crate::state::raise_initial(name, e),
     }
 }
 

@@ -73,7 +73,7 @@ export! {
             };
             let id = m.core.comm_create_agreed(ctx, union)?;
             let h = m.new_comm(local_comm, id);
-            m.comms.borrow_mut().get_mut(h).expect("just created").inter = Some(inter);
+            m.comms().borrow_mut().get_mut(h).expect("just created").inter = Some(inter);
             // SAFETY: checked non-null.
             unsafe { put(newintercomm, h, "newintercomm") }
         })
@@ -99,7 +99,7 @@ export! {
                 .comm_split(u, 0, key)?
                 .ok_or_else(|| err!(MPI_ERR_INTERN, "MPI_Intercomm_merge: split gave no communicator"))?;
             let h = m.new_comm(intercomm, id);
-            m.comms.borrow_mut().get_mut(h).expect("just created").inter = None;
+            m.comms().borrow_mut().get_mut(h).expect("just created").inter = None;
             // SAFETY: checked non-null.
             unsafe { put(newintracomm, h, "newintracomm") }
         })
@@ -124,7 +124,7 @@ export! {
             let i = m.inter_of(comm)?.ok_or_else(|| err!(MPI_ERR_COMM, "MPI_Comm_remote_group: not an intercommunicator"))?;
             let all = m.core.comm_group(m.comm(comm)?)?;
             let ranks = all[i.remote_off as usize..(i.remote_off + i.remote_size) as usize].to_vec();
-            let g = m.groups.borrow_mut().insert(Group { ranks });
+            let g = m.groups().borrow_mut().insert(Group { ranks });
             // SAFETY: output pointer from the caller.
             unsafe { put(group, g, "group") }
         })

@@ -32,7 +32,7 @@ impl Mpi {
         };
         let mut st = request::status_of(&msg.status(), MPI_SUCCESS);
         crate::obj::intercomm::remote_status(inter, &mut st);
-        Ok(Some((self.reqs.borrow_mut().messages.insert((msg, comm)), st)))
+        Ok(Some((self.reqs().borrow_mut().messages.insert((msg, comm)), st)))
     }
 
     /// Start the receive of message `*message` into `buf`; sets `*message` to
@@ -53,7 +53,7 @@ impl Mpi {
         }
         // SAFETY: non-null, from the caller.
         let h = unsafe { *message };
-        let span = self.types.borrow().span(dt, count)?;
+        let span = self.types().borrow().span(dt, count)?;
         if span.bytes() > 0 && buf.is_null() {
             return Err(err!(MPI_ERR_BUFFER, "invalid buffer: NULL with {} bytes to move", span.bytes()));
         }
@@ -62,7 +62,7 @@ impl Mpi {
             unsafe { *message = MPI_MESSAGE_NULL };
             return Ok(Req::Done { status: request::proc_null_status(), comm: MPI_COMM_NULL });
         }
-        let Some((msg, comm)) = self.reqs.borrow_mut().messages.remove(h) else {
+        let Some((msg, comm)) = self.reqs().borrow_mut().messages.remove(h) else {
             return Err(err!(
                 MPI_ERR_REQUEST,
                 "invalid message {h:#x}: already received, or not a message handle"
@@ -149,7 +149,7 @@ unsafe fn mrecv_body(
     call(name, On::NoObject, |m| {
         // SAFETY: blocking: `buf` outlives the request.
         let r = unsafe { m.imrecv(buf, count, dt, message)? };
-        let h = m.reqs.borrow_mut().insert(r);
+        let h = m.reqs().borrow_mut().insert(r);
         let (st, e) = request::complete(m, h, true)?.expect("blocking completion");
         // SAFETY: status pointer from the caller.
         unsafe { request::store(status, st) };
@@ -175,7 +175,7 @@ unsafe fn imrecv_body(
         }
         // SAFETY: the application keeps `buf` valid until the request completes.
         let r = unsafe { m.imrecv(buf, count, dt, message)? };
-        let h = m.reqs.borrow_mut().insert(r);
+        let h = m.reqs().borrow_mut().insert(r);
         // SAFETY: checked non-null above.
         unsafe { put(request, h, "request") }
     })

@@ -34,7 +34,7 @@ pub(crate) fn peek_parts(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status
     let Some((st, _)) = run_parts(m, h, false)? else {
         return Ok(None);
     };
-    let mut reqs = m.reqs.borrow_mut();
+    let mut reqs = m.reqs().borrow_mut();
     if let Some(r) = reqs.get_mut(h) {
         let comm = r.comm();
         *r = Req::Done { status: st, comm };
@@ -47,7 +47,7 @@ pub(crate) fn peek_parts(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status
 pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
     let out = run_parts(m, h, block)?;
     if out.is_some() {
-        m.reqs.borrow_mut().remove(h);
+        m.reqs().borrow_mut().remove(h);
     }
     Ok(out)
 }
@@ -55,7 +55,7 @@ pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<
 /// Run the parts of `Parts` request `h` that have completed (all of them, if `block`); the
 /// request's outcome once every part is done (the request stays), `None` while some run.
 fn run_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
-    let (pending, mut failed, comm) = match m.reqs.borrow_mut().get_mut(h) {
+    let (pending, mut failed, comm) = match m.reqs().borrow_mut().get_mut(h) {
         Some(Req::Parts { parts, comm }) => (std::mem::take(&mut parts.pending), parts.failed.take(), *comm),
         _ => return Err(crate::obj::request::invalid(h)),
     };
@@ -78,7 +78,7 @@ fn run_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>>
         }
     }
     if !still.is_empty() {
-        if let Some(Req::Parts { parts, .. }) = m.reqs.borrow_mut().get_mut(h) {
+        if let Some(Req::Parts { parts, .. }) = m.reqs().borrow_mut().get_mut(h) {
             parts.pending = still;
             parts.failed = failed;
         }
@@ -102,7 +102,7 @@ struct Block<P> {
 
 /// The byte extent of `count` elements of `ty`, for block offsets.
 fn extent(m: &Mpi, ty: MPI_Datatype) -> MpiResult<isize> {
-    Ok(m.types.borrow().get(ty)?.extent)
+    Ok(m.types().borrow().get(ty)?.extent)
 }
 
 /// Start every receive and send of a neighborhood collective on `comm`'s hidden communicator.
@@ -172,7 +172,7 @@ unsafe fn run(
         }
         Some(r) => {
             let h = m
-                .reqs
+                .reqs()
                 .borrow_mut()
                 .insert(Req::Parts { parts: Box::new(Parts { pending: parts, failed: None }), comm });
             // SAFETY: checked non-null above.

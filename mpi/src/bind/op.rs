@@ -15,7 +15,7 @@ export! {
             if op.is_null() {
                 return Err(err!(MPI_ERR_ARG, "invalid argument: `op` is NULL"));
             }
-            let h = m.ops.borrow_mut().table.insert(UserOpDef { f, commute: commute != 0 });
+            let h = m.ops().borrow_mut().table.insert(UserOpDef { f, commute: commute != 0 });
             // SAFETY: checked non-null.
             unsafe { put(op, h, "op") }
         })
@@ -31,7 +31,7 @@ export! {
             }
             // SAFETY: non-null in/out pointer.
             let h = unsafe { *op };
-            m.ops
+            m.ops()
                 .borrow_mut()
                 .table
                 .remove(h)
@@ -50,7 +50,7 @@ export! {
             let c = match op {
                 MPI_SUM | MPI_PROD | MPI_MIN | MPI_MAX | MPI_BAND | MPI_BOR | MPI_BXOR | MPI_LAND | MPI_LOR
                 | MPI_LXOR | MPI_MINLOC | MPI_MAXLOC | MPI_REPLACE | MPI_NO_OP => true,
-                h => m.ops.borrow().table.get(h).ok_or_else(|| err!(MPI_ERR_OP, "invalid operation {h:#x}"))?.commute,
+                h => m.ops().borrow().table.get(h).ok_or_else(|| err!(MPI_ERR_OP, "invalid operation {h:#x}"))?.commute,
             };
             // SAFETY: output pointer from the caller.
             unsafe { put(commute, c as c_int, "commute") }

@@ -154,10 +154,10 @@ impl Mpi {
     /// and the size of dense committed type `dt`, which become the shortcut.
     #[cold]
     fn resolve_direct(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
-        let (size, _) = self.types.borrow().dense(dt)?;
+        let (size, _) = self.types().borrow().dense(dt)?;
         // `direct_hit` multiplies the size as an `i64`.
         i64::try_from(size).ok()?;
-        let comms = self.comms.borrow();
+        let comms = self.comms().borrow();
         let c = comms.get(comm).filter(|c| c.inter.is_none())?;
         self.shortcuts.keep_peer(comm, dt, c.id, size);
         Some((c.id, size))
@@ -182,7 +182,7 @@ impl Mpi {
     ) -> MpiResult<(ReqId, After)> {
         let tag = send_tag(tag)?;
         let dst = self.core.dest(c, dest)?;
-        let span = self.types.borrow().span(dt, count)?;
+        let span = self.types().borrow().span(dt, count)?;
         check_span(buf, &span)?;
         match span {
             Span::Contig(n) => {
@@ -304,7 +304,7 @@ impl Mpi {
     ) -> MpiResult<(ReqId, After)> {
         let tag = recv_tag(tag)?;
         let src = recv_source(src)?;
-        let span = self.types.borrow().span(dt, count)?;
+        let span = self.types().borrow().span(dt, count)?;
         check_span(buf, &span)?;
         match span {
             Span::Contig(n) => {
@@ -328,7 +328,7 @@ impl Mpi {
 
 /// Wait for a request started for a blocking call, with its status.
 fn finish_blocking(m: &Mpi, comm: MPI_Comm, id: ReqId, after: After) -> MpiResult<MPI_Status> {
-    let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after });
+    let h = m.reqs().borrow_mut().insert(Req::Core { id, comm, after });
     let (st, e) = request::complete(m, h, true)?.expect("blocking completion");
     match e {
         None => Ok(st),
@@ -413,7 +413,7 @@ unsafe fn send_full(
     }
     let (c, dest) = m.peer(comm, dest)?;
     if !multiple() {
-        if let Span::Contig(n) = m.types.borrow().span(datatype, count as i64)? {
+        if let Span::Contig(n) = m.types().borrow().span(datatype, count as i64)? {
             check_buf(buf, n)?;
             let dst = m.core.dest(c, dest)?;
             // SAFETY: the application's buffer of `n` bytes (its count and type), checked
@@ -585,7 +585,7 @@ unsafe fn recv_full(
         return Ok(());
     }
     let (c, source, inter) = m.source(comm, source)?;
-    let (st, e) = match m.types.borrow().span(datatype, count)? {
+    let (st, e) = match m.types().borrow().span(datatype, count)? {
         Span::Contig(n) if !multiple() => {
             check_buf(buf, n)?;
             // SAFETY: the application's buffer of `n` bytes (its count and type),
@@ -599,7 +599,7 @@ unsafe fn recv_full(
         _ => {
             // SAFETY: blocking: `buf` outlives the request.
             let (id, after) = unsafe { m.start_recv(c, buf, count, datatype, source, tag)? };
-            let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after });
+            let h = m.reqs().borrow_mut().insert(Req::Core { id, comm, after });
             request::complete(m, h, true)?.expect("blocking completion")
         }
     };
@@ -685,14 +685,14 @@ unsafe fn isend_body(
                 // SAFETY: the application keeps `buf` (`n` bytes, non-null when `n > 0`)
                 // valid until the request completes.
                 let id = unsafe { m.core.isend(c, buf.cast(), n, dest as u32, tag)? };
-                let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after: After::Nothing });
+                let h = m.reqs().borrow_mut().insert(Req::Core { id, comm, after: After::Nothing });
                 // SAFETY: checked non-null above.
                 return unsafe { put(request, h, "request") };
             }
         }
         // SAFETY: the application keeps `buf` valid until the request completes.
         let started = unsafe { m.start_send_in(comm, buf, count, datatype, dest, tag, mode)? };
-        let h = m.reqs.borrow_mut().insert(started.into_req(comm));
+        let h = m.reqs().borrow_mut().insert(started.into_req(comm));
         // SAFETY: checked non-null above.
         unsafe { put(request, h, "request") }
     })
@@ -722,14 +722,14 @@ unsafe fn irecv_body(
                 // SAFETY: the application keeps `buf` (`n` bytes, non-null when `n > 0`)
                 // valid until the request completes.
                 let id = unsafe { m.core.irecv(c, buf.cast(), n, source, recv_tag(tag)?)? };
-                let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after: After::Nothing });
+                let h = m.reqs().borrow_mut().insert(Req::Core { id, comm, after: After::Nothing });
                 // SAFETY: checked non-null above.
                 return unsafe { put(request, h, "request") };
             }
         }
         // SAFETY: the application keeps `buf` valid until the request completes.
         let started = unsafe { m.start_recv_in(comm, buf, count, datatype, source, tag)? };
-        let h = m.reqs.borrow_mut().insert(started.into_req(comm));
+        let h = m.reqs().borrow_mut().insert(started.into_req(comm));
         // SAFETY: checked non-null above.
         unsafe { put(request, h, "request") }
     })
@@ -838,7 +838,7 @@ unsafe fn exchange(
 ) -> MpiResult {
     // SAFETY: blocking: `recvbuf` outlives the request.
     let r = unsafe { m.start_recv_in(comm, recvbuf, recvcount, recvtype, source, recvtag)? };
-    let rh = m.reqs.borrow_mut().insert(r.into_req(comm));
+    let rh = m.reqs().borrow_mut().insert(r.into_req(comm));
     let sent = send();
     if let Err(e) = sent {
         // The message the receive waits for may never come (the peer's exchange may have failed
@@ -907,7 +907,7 @@ unsafe fn sendrecv_replace_body(
 ) -> c_int {
     call(name, On::Comm(comm), |m| {
         let (c, dest) = m.peer(comm, dest)?;
-        let span = m.types.borrow().span(datatype, count)?;
+        let span = m.types().borrow().span(datatype, count)?;
         check_span(buf, &span)?;
         let mut copy = Vec::with_capacity(span.bytes());
         match &span {

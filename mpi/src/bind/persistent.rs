@@ -47,7 +47,7 @@ impl Mpi {
     /// Start the persistent request `h`; `MPI_ERR_REQUEST` if it is not an inactive
     /// persistent request.
     fn start(&self, h: MPI_Request) -> MpiResult {
-        let (op, comm) = match self.reqs.borrow().get(h) {
+        let (op, comm) = match self.reqs().borrow().get(h) {
             Some(Req::Persistent(p)) if matches!(p.active, Active::No) => (p.op, p.comm),
             Some(Req::Persistent(_)) => {
                 return Err(err!(
@@ -70,7 +70,7 @@ impl Mpi {
                 }
             }
         };
-        if let Some(Req::Persistent(p)) = self.reqs.borrow_mut().get_mut(h) {
+        if let Some(Req::Persistent(p)) = self.reqs().borrow_mut().get_mut(h) {
             p.active = match started {
                 Started::Core(id, after) => Active::Core(id, after),
                 Started::Done(st) => Active::Done(st),
@@ -101,11 +101,11 @@ impl Mpi {
                 (count, dt, buf.is_null())
             }
         };
-        let bytes = self.types.borrow().span(dt, count)?.bytes();
+        let bytes = self.types().borrow().span(dt, count)?.bytes();
         if buf_null && bytes > 0 {
             return Err(err!(MPI_ERR_BUFFER, "invalid buffer: NULL with {bytes} bytes to move"));
         }
-        let h = self.reqs.borrow_mut().insert(Req::Persistent(Box::new(Persistent {
+        let h = self.reqs().borrow_mut().insert(Req::Persistent(Box::new(Persistent {
             op,
             comm,
             active: Active::No,

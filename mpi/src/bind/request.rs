@@ -193,7 +193,7 @@ export! {
         call("MPI_Cancel", On::NoObject, |m| {
             // SAFETY: the request pointer from the caller.
             let h = unsafe { live_arg(request, "cancelled")? };
-            let id = match m.reqs.borrow().get(h) {
+            let id = match m.reqs().borrow().get(h) {
                 None => return Err(invalid(h)),
                 Some(Req::Core { id, .. }) => *id,
                 Some(Req::Persistent(p)) => match &p.active {
@@ -213,7 +213,7 @@ export! {
             }
             // Withdrawn: the core freed its request; the MPI request completes as cancelled
             // (dropping the completion step: a cancelled receive writes nothing).
-            let mut reqs = m.reqs.borrow_mut();
+            let mut reqs = m.reqs().borrow_mut();
             match reqs.get_mut(h) {
                 Some(Req::Persistent(p)) => p.active = Active::Done(cancelled_status()),
                 Some(r) => {

@@ -12,55 +12,25 @@
 //! `MPI_ERR_SPAWN` and a message naming the runtime. `info` keys are ignored (the standard
 //! lets an implementation do so). `MPI_Comm_spawn_multiple` is not implemented.
 
-use std::cell::Cell;
 use std::ffi::{c_char, c_int};
 
 use weft::ops::SpawnRequest;
-use weft::ops::Spawned;
 
 use crate::abi::*;
 use crate::bind::init::c_str;
 use crate::error::{err, MpiResult};
-use crate::obj::comm::CommObj;
 use crate::obj::intercomm::Inter;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
 
-/// The handle `MPI_Comm_get_parent` returns (`MPI_COMM_NULL` if this process was not spawned).
-#[derive(Default)]
-pub(crate) struct Parent(Cell<MPI_Comm>);
-
-impl Parent {
-    /// The parent intercommunicator of a spawned process, made at init (its error handler is
-    /// `MPI_ERRORS_ARE_FATAL`, like `MPI_COMM_WORLD`'s).
-    pub(crate) fn at_init(comms: &mut crate::obj::comm::Comms, sp: Option<Spawned>) -> Parent {
-        let h = match sp {
-            None => MPI_COMM_NULL,
-            Some(sp) => {
-                let h = comms.insert(CommObj::new(sp.union, MPI_ERRORS_ARE_FATAL, ""));
-                if let Some(c) = comms.get_mut(h) {
-                    c.inter = Some(Inter {
-                        local_off: sp.parents,
-                        local_size: sp.children,
-                        remote_off: 0,
-                        remote_size: sp.parents,
-                    });
-                }
-                h
-            }
-        };
-        Parent(Cell::new(h))
-    }
-}
-
 impl Mpi {
     /// The parent handle, or `MPI_COMM_NULL` once the application freed it.
     fn parent_handle(&self) -> MPI_Comm {
-        let h = self.parent.0.get();
-        if h != MPI_COMM_NULL && self.comms.borrow().get(h).is_none() {
-            self.parent.0.set(MPI_COMM_NULL);
+        let h = self.parent().0.get();
+        if h != MPI_COMM_NULL && self.comms().borrow().get(h).is_none() {
+            self.parent().0.set(MPI_COMM_NULL);
         }
-        self.parent.0.get()
+        self.parent().0.get()
     }
 }
 
@@ -150,7 +120,7 @@ export! {
             };
             errcodes(sp.children as usize, MPI_SUCCESS);
             let h = m.new_comm(comm, sp.union);
-            if let Some(o) = m.comms.borrow_mut().get_mut(h) {
+            if let Some(o) = m.comms().borrow_mut().get_mut(h) {
                 o.inter = Some(Inter { local_off: 0, local_size: sp.parents, remote_off: sp.parents, remote_size: sp.children });
             }
             // SAFETY: checked non-null.

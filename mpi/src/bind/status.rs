@@ -68,7 +68,7 @@ impl Mpi {
     /// Whole elements of `dt` in the status's byte count, or `MPI_UNDEFINED`.
     fn count_in(&self, st: &MPI_Status, dt: MPI_Datatype) -> MpiResult<MPI_Count> {
         let bytes = count_of(st);
-        let size = self.types.borrow().get(dt)?.size;
+        let size = self.types().borrow().get(dt)?.size;
         Ok(match size {
             0 if bytes == 0 => 0,
             0 => MPI_UNDEFINED.into(),
@@ -79,7 +79,7 @@ impl Mpi {
 
     /// Basic elements of `dt` in the status's byte count, or `MPI_UNDEFINED`.
     fn elements_of(&self, st: &MPI_Status, dt: MPI_Datatype) -> MpiResult<MPI_Count> {
-        let types = self.types.borrow();
+        let types = self.types().borrow();
         let (m, stride) = members(dt, types.get(dt)?)?;
         Ok(elements_in(count_of(st), &m, stride))
     }
@@ -89,7 +89,7 @@ impl Mpi {
         if count < 0 {
             return Err(err!(MPI_ERR_COUNT, "invalid count {count}: counts are never negative"));
         }
-        let types = self.types.borrow();
+        let types = self.types().borrow();
         let (m, stride) = members(dt, types.get(dt)?)?;
         let bytes = if m.is_empty() {
             0

@@ -38,7 +38,7 @@ impl Mpi {
             .map(|&r| members.get(r as usize).copied())
             .collect::<Option<Vec<u32>>>()
             .ok_or_else(|| err!(MPI_ERR_INTERN, "failed rank outside its communicator"))?;
-        Ok(self.groups.borrow_mut().insert(Group { ranks: world }))
+        Ok(self.groups().borrow_mut().insert(Group { ranks: world }))
     }
 }
 
@@ -99,7 +99,7 @@ export! {
                 unsafe { *flag = flag_of(*out) };
                 Ok(())
             };
-            let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after: After::Run(Box::new(copy_out)) });
+            let h = m.reqs().borrow_mut().insert(Req::Core { id, comm, after: After::Run(Box::new(copy_out)) });
             // SAFETY: checked non-null.
             unsafe { put(request, h, "request") }
         })
@@ -139,7 +139,7 @@ export! {
                 unsafe { *newcomm = h };
                 Ok(())
             };
-            let h = m.reqs.borrow_mut().insert(Req::Core { id, comm, after: After::Run(Box::new(wrap)) });
+            let h = m.reqs().borrow_mut().insert(Req::Core { id, comm, after: After::Run(Box::new(wrap)) });
             // SAFETY: checked non-null.
             unsafe { put(request, h, "request") }
         })

@@ -18,7 +18,6 @@ use std::ffi::c_int;
 
 use crate::abi::*;
 use crate::error::err;
-use crate::obj::errhandler;
 use crate::state::{self, On, Phase};
 
 /// Report that `name` is not implemented, through the error handler that applies (the
@@ -29,7 +28,7 @@ fn unsupported(name: &'static str) -> c_int {
     if state::phase() == Phase::Running {
         state::call(name, On::NoObject, |_| Err(e()))
     } else {
-        errhandler::raise_initial(name, e())
+        state::raise_initial(name, e())
     }
 }
 

@@ -15,9 +15,11 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicI32;
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::state::Mpi;
+use crate::state::{Mpi, Owned};
 
 /// weft's fault-tolerance attribute key (declared in `mpi-ext.h`): its value is true.
 pub const MPIX_FT: c_int = 0x1001;
@@ -111,7 +113,7 @@ fn is_predefined(key: c_int) -> bool {
 impl Mpi {
     /// Keyval `key` for use on `object`, or `MPI_ERR_KEYVAL`.
     fn keyval(&self, key: c_int, object: Object) -> MpiResult<Keyval> {
-        let kv = self.keyvals.borrow().keys.get(&key).copied();
+        let kv = self.keyvals().borrow().keys.get(&key).copied();
         match kv {
             Some(k) if k.freed => Err(err!(MPI_ERR_KEYVAL, "invalid keyval {key}: already freed")),
             Some(k) if k.object != object => Err(err!(
@@ -126,7 +128,7 @@ impl Mpi {
 
     /// Run `key`'s delete callback on `value` of object `h`.
     fn run_delete(&self, h: usize, key: c_int, value: usize) -> MpiResult {
-        let kv = self.keyvals.borrow().keys.get(&key).copied();
+        let kv = self.keyvals().borrow().keys.get(&key).copied();
         if let Some(Keyval { delete: Some(f), extra, .. }) = kv {
             // SAFETY: `f` is the application's delete callback for this keyval, called with the
             // arguments the standard defines; no borrow of the instance is held across it.
@@ -143,7 +145,7 @@ impl Mpi {
     fn copy_attrs(&self, old: usize, attrs: Vec<(c_int, usize)>) -> MpiResult<HashMap<c_int, usize>> {
         let mut out = HashMap::new();
         for (key, value) in attrs {
-            let kv = self.keyvals.borrow().keys.get(&key).copied();
+            let kv = self.keyvals().borrow().keys.get(&key).copied();
             let Some(kv) = kv else { continue };
             match kv.copy {
                 Copy::Null => {}
@@ -194,7 +196,7 @@ impl Mpi {
 
     /// Attributes communicator `old` passes to its duplicate (`MPI_Comm_dup`, `idup`).
     pub(crate) fn copy_comm_attrs(&self, old: MPI_Comm) -> MpiResult<HashMap<c_int, usize>> {
-        let attrs: Vec<_> = match self.comms.borrow().get(old) {
+        let attrs: Vec<_> = match self.comms().borrow().get(old) {
             Some(c) => c.attrs.iter().map(|(&k, &v)| (k, v)).collect(),
             None => return Err(crate::obj::comm::invalid(old)),
         };
@@ -204,7 +206,7 @@ impl Mpi {
     /// Delete every attribute of communicator `h` (before it is freed), running the delete
     /// callbacks; the first callback error is returned after all ran.
     pub(crate) fn delete_comm_attrs(&self, h: MPI_Comm) -> MpiResult {
-        let attrs: Vec<_> = match self.comms.borrow_mut().get_mut(h) {
+        let attrs: Vec<_> = match self.comms().borrow_mut().get_mut(h) {
             Some(c) => c.attrs.drain().collect(),
             None => return Err(crate::obj::comm::invalid(h)),
         };
@@ -214,7 +216,7 @@ impl Mpi {
     /// Copy the attributes of datatype `old` to its duplicate `new` (`MPI_Type_dup`).
     pub(crate) fn copy_type_attrs(&self, old: MPI_Datatype, new: MPI_Datatype) -> MpiResult {
         let attrs: Vec<_> = self
-            .keyvals
+            .keyvals()
             .borrow()
             .type_attrs
             .get(&old)
@@ -222,14 +224,14 @@ impl Mpi {
             .unwrap_or_default();
         let copied = self.copy_attrs(old, attrs)?;
         if !copied.is_empty() {
-            self.keyvals.borrow_mut().type_attrs.insert(new, copied);
+            self.keyvals().borrow_mut().type_attrs.insert(new, copied);
         }
         Ok(())
     }
 
     /// Delete every attribute of datatype `h` (`MPI_Type_free`).
     pub(crate) fn delete_type_attrs(&self, h: MPI_Datatype) -> MpiResult {
-        let attrs = self.keyvals.borrow_mut().type_attrs.remove(&h).unwrap_or_default();
+        let attrs = self.keyvals().borrow_mut().type_attrs.remove(&h).unwrap_or_default();
         self.delete_all(h, attrs)
     }
 
@@ -242,13 +244,13 @@ impl Mpi {
     ) -> MpiResult<R> {
         match object {
             Object::Comm => {
-                let mut comms = self.comms.borrow_mut();
+                let mut comms = self.comms().borrow_mut();
                 let c = comms.get_mut(h).ok_or_else(|| crate::obj::comm::invalid(h))?;
                 Ok(f(&mut c.attrs))
             }
             Object::Type => {
-                self.types.borrow().get(h)?;
-                Ok(f(self.keyvals.borrow_mut().type_attrs.entry(h).or_default()))
+                self.types().borrow().get(h)?;
+                Ok(f(self.keyvals().borrow_mut().type_attrs.entry(h).or_default()))
             }
         }
     }
@@ -306,7 +308,7 @@ impl Mpi {
             // SAFETY: as above, the application's delete callback.
             f => Some(unsafe { std::mem::transmute::<usize, DeleteFn>(f) }),
         };
-        let mut kvs = self.keyvals.borrow_mut();
+        let mut kvs = self.keyvals().borrow_mut();
         let key = kvs.next;
         kvs.next += 1;
         kvs.keys.insert(key, Keyval { object, copy, delete, extra, freed: false });
@@ -323,11 +325,27 @@ impl Mpi {
             return Err(err!(MPI_ERR_KEYVAL, "keyval {k} is predefined: it cannot be freed"));
         }
         self.keyval(k, object)?;
-        if let Some(kv) = self.keyvals.borrow_mut().keys.get_mut(&k) {
+        if let Some(kv) = self.keyvals().borrow_mut().keys.get_mut(&k) {
             kv.freed = true;
         }
         // SAFETY: as above.
         unsafe { *key = MPI_KEYVAL_INVALID };
         Ok(())
     }
+}
+
+/// The process's table of keyvals (see [`Owned`]).
+static KEYVALS: Owned<RefCell<Keyvals>> = Owned::new();
+
+impl Mpi {
+    /// The table of keyvals.
+    #[inline(always)]
+    pub(crate) fn keyvals(&self) -> &RefCell<Keyvals> {
+        KEYVALS.get(self)
+    }
+}
+
+/// Make the table of keyvals (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Keyvals) {
+    KEYVALS.make(RefCell::new(table));
 }

@@ -10,13 +10,15 @@ use std::rc::Rc;
 
 use weft::ops::CommId;
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{looks_like, Kind, Table};
 use crate::obj::info::Info;
 use crate::obj::request::{After, Req};
 use crate::obj::topo::Topology;
-use crate::state::Mpi;
+use crate::state::{Mpi, Owned};
 
 /// One communicator as the application sees it.
 pub(crate) struct CommObj {
@@ -127,14 +129,14 @@ impl Mpi {
     /// The core id of communicator handle `h`.
     #[inline]
     pub(crate) fn comm(&self, h: MPI_Comm) -> MpiResult<CommId> {
-        self.comms.borrow().id(h)
+        self.comms().borrow().id(h)
     }
 
     /// The core id, rank, size and kind of communicator handle `h`: one lookup, and after the
     /// communicator's first use no call into the core.
     #[inline(always)]
     pub(crate) fn comm_ref(&self, h: MPI_Comm) -> MpiResult<CommRef> {
-        let comms = self.comms.borrow();
+        let comms = self.comms().borrow();
         let c = comms.get(h).ok_or_else(|| invalid(h))?;
         let (rank, size) = match c.shape.get() {
             Some(s) => s,
@@ -150,7 +152,7 @@ impl Mpi {
     /// Wrap a new core communicator made from `parent` (which it inherits the error handler
     /// of) in a handle.
     pub(crate) fn new_comm(&self, parent: MPI_Comm, id: CommId) -> MPI_Comm {
-        let mut comms = self.comms.borrow_mut();
+        let mut comms = self.comms().borrow_mut();
         let eh = comms.get(parent).map(|p| p.errhandler).unwrap_or(MPI_ERRORS_ARE_FATAL);
         comms.insert(CommObj::new(id, eh, ""))
     }
@@ -170,7 +172,7 @@ impl Mpi {
     /// callbacks run here).
     fn dup_parts(&self, comm: MPI_Comm, info: Info) -> MpiResult<DupParts> {
         let (inter, shape) = {
-            let comms = self.comms.borrow();
+            let comms = self.comms().borrow();
             let c = comms.get(comm).ok_or_else(|| invalid(comm))?;
             (c.inter, c.topo.as_ref().map(|t| t.shape.clone()))
         };
@@ -188,7 +190,7 @@ impl Mpi {
         parts: DupParts,
     ) -> MpiResult<MPI_Comm> {
         let h = self.new_comm(comm, id);
-        let mut comms = self.comms.borrow_mut();
+        let mut comms = self.comms().borrow_mut();
         let c = comms.get_mut(h).ok_or_else(|| invalid(h))?;
         c.attrs = parts.attrs;
         c.info = parts.info;
@@ -201,7 +203,7 @@ impl Mpi {
     /// intercommunicator), error handler, topology, copied attributes, and `info` as its hints.
     pub(crate) fn dup_comm(&self, comm: MPI_Comm, info: Info) -> MpiResult<MPI_Comm> {
         let id = self.core.comm_dup(self.comm(comm)?)?;
-        let hidden = match self.comms.borrow().get(comm).and_then(|c| c.topo.clone()) {
+        let hidden = match self.comms().borrow().get(comm).and_then(|c| c.topo.clone()) {
             Some(t) => Some(self.core.comm_dup(t.hidden)?),
             None => None,
         };
@@ -241,14 +243,14 @@ impl Mpi {
             unsafe { *newcomm = h };
             Ok(())
         };
-        Ok(self.reqs.borrow_mut().insert(Req::Core { id: req, comm, after: After::Run(Box::new(install)) }))
+        Ok(self.reqs().borrow_mut().insert(Req::Core { id: req, comm, after: After::Run(Box::new(install)) }))
     }
 
     /// Free created communicator `h`: its attributes (delete callbacks), its topology's
     /// hidden communicator, and its core communicator.
     pub(crate) fn drop_comm(&self, h: MPI_Comm) -> MpiResult {
         let deleted = self.delete_comm_attrs(h);
-        let c = self.comms.borrow_mut().remove(h).ok_or_else(|| invalid(h))?;
+        let c = self.comms().borrow_mut().remove(h).ok_or_else(|| invalid(h))?;
         self.shortcuts.clear();
         if let Some(t) = &c.topo {
             self.core.comm_free(t.hidden)?;
@@ -261,4 +263,20 @@ impl Mpi {
     pub(crate) fn comm_or_null(&self, parent: MPI_Comm, id: Option<CommId>) -> MPI_Comm {
         id.map_or(MPI_COMM_NULL, |id| self.new_comm(parent, id))
     }
+}
+
+/// The process's table of communicators (predefined and created) (see [`Owned`]).
+static COMMS: Owned<RefCell<Comms>> = Owned::new();
+
+impl Mpi {
+    /// The table of communicators (predefined and created).
+    #[inline(always)]
+    pub(crate) fn comms(&self) -> &RefCell<Comms> {
+        COMMS.get(self)
+    }
+}
+
+/// Make the table of communicators (predefined and created) (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Comms) {
+    COMMS.make(RefCell::new(table));
 }

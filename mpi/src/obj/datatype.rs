@@ -26,9 +26,12 @@ use std::sync::Arc;
 
 use weft_coll::DType;
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
+use crate::state::{Mpi, Owned};
 
 pub(crate) use pack::{pack, pack_to, unpack};
 pub(crate) use typecons::array;
@@ -554,4 +557,20 @@ mod tests {
         .unwrap();
         assert_eq!(h.extent, 9);
     }
+}
+
+/// The process's table of datatypes (see [`Owned`]).
+static TYPES: Owned<RefCell<Types>> = Owned::new();
+
+impl Mpi {
+    /// The table of datatypes.
+    #[inline(always)]
+    pub(crate) fn types(&self) -> &RefCell<Types> {
+        TYPES.get(self)
+    }
+}
+
+/// Make the table of datatypes (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Types) {
+    TYPES.make(RefCell::new(table));
 }

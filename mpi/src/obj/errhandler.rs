@@ -5,10 +5,12 @@
 
 use std::ffi::c_int;
 
+use std::cell::RefCell;
+
 use crate::abi::*;
-use crate::error::{class_text, MpiErr};
+use crate::error::MpiErr;
 use crate::handle::{Kind, Table};
-use crate::state::{Mpi, On};
+use crate::state::{self, Mpi, On, Owned};
 
 /// `MPI_Comm_errhandler_function`: called with the communicator and the error code (variadic in
 /// the standard's prototype; implementations pass nothing after them).
@@ -63,7 +65,7 @@ impl Errhandlers {
 pub(crate) fn raise(mpi: &Mpi, name: &str, on: On, e: MpiErr) -> c_int {
     let on = e.comm.map(On::Comm).unwrap_or(on);
     let (comm, handler) = {
-        let comms = mpi.comms.borrow();
+        let comms = mpi.comms().borrow();
         let comm = match on {
             On::Comm(c) if comms.get(c).is_some() => c,
             // An invalid communicator has no handler: the world's applies.
@@ -71,13 +73,13 @@ pub(crate) fn raise(mpi: &Mpi, name: &str, on: On, e: MpiErr) -> c_int {
             On::NoObject => MPI_COMM_SELF,
         };
         let eh = comms.get(comm).map(|o| o.errhandler).unwrap_or(MPI_ERRORS_ARE_FATAL);
-        (comm, mpi.errhandlers.borrow().get(eh).unwrap_or(Handler::Fatal))
+        (comm, mpi.errhandlers().borrow().get(eh).unwrap_or(Handler::Fatal))
     };
     let code = e.class;
     *mpi.last_error.borrow_mut() = Some(e.clone());
     match handler {
         Handler::Return => code,
-        Handler::Fatal | Handler::Abort => fatal(Some(mpi), name, &e),
+        Handler::Fatal | Handler::Abort => state::fatal(Some(mpi), name, &e),
         Handler::User(f) => {
             let mut c = comm;
             let mut k = code;
@@ -89,26 +91,18 @@ pub(crate) fn raise(mpi: &Mpi, name: &str, on: On, e: MpiErr) -> c_int {
     }
 }
 
-/// The initial error handler, for calls made when no instance is running.
-pub(crate) fn raise_initial(name: &str, e: MpiErr) -> c_int {
-    match std::env::var("WEFT_MPI_INITIAL_ERRHANDLER").as_deref().map(str::trim) {
-        Ok("return") => {
-            eprintln!("weft MPI: {name}: {} (returned {})", e.msg, e.class);
-            e.class
-        }
-        _ => fatal(None, name, &e),
+/// The process's table of error handlers (see [`Owned`]).
+static ERRHANDLERS: Owned<RefCell<Errhandlers>> = Owned::new();
+
+impl Mpi {
+    /// The table of error handlers.
+    #[inline(always)]
+    pub(crate) fn errhandlers(&self) -> &RefCell<Errhandlers> {
+        ERRHANDLERS.get(self)
     }
 }
 
-/// Print the error and end the job with the error class as exit code.
-fn fatal(mpi: Option<&Mpi>, name: &str, e: &MpiErr) -> ! {
-    let class = class_text(e.class).unwrap_or("error");
-    let rank = mpi.and_then(|m| m.core.comm_rank(m.core.world()).ok());
-    let who = rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
-    let msg = format!("{name}: {} [{class}]; MPI_ERRORS_ARE_FATAL ends the job", e.msg);
-    eprintln!("weft MPI{who}: {msg}");
-    match mpi {
-        Some(m) => m.core.abort(e.class.clamp(1, 255), &msg),
-        None => std::process::exit(e.class.clamp(1, 255)),
-    }
+/// Make the table of error handlers (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Errhandlers) {
+    ERRHANDLERS.make(RefCell::new(table));
 }

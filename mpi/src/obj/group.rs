@@ -4,10 +4,12 @@
 
 use std::ffi::c_int;
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::handle::{looks_like, Kind};
-use crate::state::Mpi;
+use crate::handle::{looks_like, Kind, Table};
+use crate::state::{Mpi, Owned};
 
 /// One group: the world ranks of its members, in group-rank order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,7 +42,7 @@ impl Mpi {
         if h == MPI_GROUP_EMPTY {
             return Ok(Group::default());
         }
-        self.groups.borrow().get(h).cloned().ok_or_else(|| invalid(h))
+        self.groups().borrow().get(h).cloned().ok_or_else(|| invalid(h))
     }
 
     /// A handle for `g` (an empty group is `MPI_GROUP_EMPTY`).
@@ -48,7 +50,7 @@ impl Mpi {
         if g.ranks.is_empty() {
             MPI_GROUP_EMPTY
         } else {
-            self.groups.borrow_mut().insert(g)
+            self.groups().borrow_mut().insert(g)
         }
     }
 }
@@ -148,4 +150,20 @@ mod tests {
             assert_eq!(range_list([[0, 3, 0]].as_ptr(), 1, 8).unwrap_err().class, MPI_ERR_ARG);
         }
     }
+}
+
+/// The process's table of groups (see [`Owned`]).
+static GROUPS: Owned<RefCell<Table<Group>>> = Owned::new();
+
+impl Mpi {
+    /// The table of groups.
+    #[inline(always)]
+    pub(crate) fn groups(&self) -> &RefCell<Table<Group>> {
+        GROUPS.get(self)
+    }
+}
+
+/// Make the table of groups (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Table<Group>) {
+    GROUPS.make(RefCell::new(table));
 }

@@ -5,10 +5,12 @@
 
 use std::ffi::c_int;
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::error::{err, MpiErr, MpiResult};
-use crate::handle::{looks_like, Kind};
-use crate::state::Mpi;
+use crate::handle::{looks_like, Kind, Table};
+use crate::state::{Mpi, Owned};
 
 /// One info object: its pairs in insertion order (`MPI_Info_get_nthkey` numbers them so).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,7 +102,7 @@ impl Mpi {
         if h == MPI_INFO_ENV {
             return Ok(env_info(self));
         }
-        self.infos.borrow().get(h).cloned().ok_or_else(|| invalid(h))
+        self.infos().borrow().get(h).cloned().ok_or_else(|| invalid(h))
     }
 
     /// A copy of `h`, or an empty info for `MPI_INFO_NULL` (where the standard allows it).
@@ -114,7 +116,7 @@ impl Mpi {
 
     /// A new info handle holding `i`.
     pub(crate) fn new_info(&self, i: Info) -> MPI_Info {
-        self.infos.borrow_mut().insert(i)
+        self.infos().borrow_mut().insert(i)
     }
 
     /// Change created info object `h` with `f` (`MPI_INFO_ENV` is read-only).
@@ -126,7 +128,23 @@ impl Mpi {
         if h == MPI_INFO_ENV {
             return Err(err!(MPI_ERR_INFO, "MPI_INFO_ENV cannot be changed"));
         }
-        let mut infos = self.infos.borrow_mut();
+        let mut infos = self.infos().borrow_mut();
         f(infos.get_mut(h).ok_or_else(|| invalid(h))?)
     }
+}
+
+/// The process's table of info objects (see [`Owned`]).
+static INFOS: Owned<RefCell<Table<Info>>> = Owned::new();
+
+impl Mpi {
+    /// The table of info objects.
+    #[inline(always)]
+    pub(crate) fn infos(&self) -> &RefCell<Table<Info>> {
+        INFOS.get(self)
+    }
+}
+
+/// Make the table of info objects (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Table<Info>) {
+    INFOS.make(RefCell::new(table));
 }

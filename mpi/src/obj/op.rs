@@ -6,11 +6,13 @@ use std::ffi::c_int;
 
 use weft_coll::{DType, Op};
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{Kind, Table};
 use crate::obj::datatype::TypeInfo;
-use crate::state::Mpi;
+use crate::state::{Mpi, Owned};
 
 /// `MPI_User_function`.
 pub(crate) type UserFunction = unsafe extern "C" fn(
@@ -120,7 +122,7 @@ impl Mpi {
             }
             h => {
                 let def =
-                    *self.ops.borrow().table.get(h).ok_or_else(|| {
+                    *self.ops().borrow().table.get(h).ok_or_else(|| {
                         err!(MPI_ERR_OP, "invalid operation {h:#x}: freed or never created")
                     })?;
                 let size = ty.size;
@@ -182,4 +184,20 @@ fn typed_user_op(def: UserOpDef, dt: MPI_Datatype, ty: &TypeInfo) -> MpiResult<O
             crate::obj::datatype::pack_to(pb, n, &ty, dst.as_mut_ptr());
         }
     }))
+}
+
+/// The process's table of user-defined operations (see [`Owned`]).
+static OPS: Owned<RefCell<UserOps>> = Owned::new();
+
+impl Mpi {
+    /// The table of user-defined operations.
+    #[inline(always)]
+    pub(crate) fn ops(&self) -> &RefCell<UserOps> {
+        OPS.get(self)
+    }
+}
+
+/// Make the table of user-defined operations (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: UserOps) {
+    OPS.make(RefCell::new(table));
 }

@@ -21,11 +21,13 @@ use std::ffi::c_int;
 use weft::ops::ReqId;
 use weft::{EngineError, Status};
 
+use std::cell::RefCell;
+
 use crate::abi::*;
 use crate::bind::persistent::{Active, Persistent};
 use crate::error::{err, MpiErr, MpiResult};
 use crate::handle::{Kind, Table};
-use crate::state::{self, Mpi};
+use crate::state::{self, Mpi, Owned};
 
 /// What to do when a core request completes.
 pub(crate) enum After {
@@ -221,7 +223,7 @@ enum Stand {
 pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
     reap(m);
     let stand = {
-        let mut reqs = m.reqs.borrow_mut();
+        let mut reqs = m.reqs().borrow_mut();
         match reqs.get_mut(h) {
             None => return Err(invalid(h)),
             Some(Req::Done { status, .. }) => {
@@ -283,13 +285,13 @@ fn settle(m: &Mpi, h: MPI_Request, comm: MPI_Comm, res: Result<Status, EngineErr
 /// [`complete`] handles. The caller reaps the orphans ([`reap`]) once per call.
 #[inline]
 pub(crate) fn wait_plain(m: &Mpi, h: MPI_Request) -> Option<MpiResult<Outcome>> {
-    let (id, comm) = match m.reqs.borrow().get(h) {
+    let (id, comm) = match m.reqs().borrow().get(h) {
         Some(Req::Core { id, comm, after: After::Nothing }) => (*id, *comm),
         _ => return None,
     };
     Some(match block_on(m, id) {
         Ok(s) => {
-            m.reqs.borrow_mut().discard(h);
+            m.reqs().borrow_mut().discard(h);
             let mut st = status_of(&s, MPI_SUCCESS);
             m.own_status(comm, &mut st);
             Ok((st, None))
@@ -311,7 +313,7 @@ fn failed(st: &MPI_Status) -> Option<MpiErr> {
 /// request becomes inactive; a plain one is freed, or with `keep` becomes a `Done` request on
 /// that communicator (its status is filled in by the caller).
 fn take_after(m: &Mpi, h: MPI_Request, keep: Option<MPI_Comm>) -> MpiResult<After> {
-    let mut reqs = m.reqs.borrow_mut();
+    let mut reqs = m.reqs().borrow_mut();
     let after = match (reqs.get_mut(h), keep) {
         (Some(Req::Persistent(p)), _) => match std::mem::replace(&mut p.active, Active::No) {
             Active::Core(_, after) => Some(after),
@@ -336,7 +338,7 @@ fn take_after(m: &Mpi, h: MPI_Request, keep: Option<MPI_Comm>) -> MpiResult<Afte
 /// freed, `h` if it lives on (persistent, or left pending by `MPI_ERR_PROC_FAILED_PENDING`).
 #[inline]
 pub(crate) fn settled(m: &Mpi, h: MPI_Request) -> MPI_Request {
-    if h != MPI_REQUEST_NULL && m.reqs.borrow().get(h).is_some() {
+    if h != MPI_REQUEST_NULL && m.reqs().borrow().get(h).is_some() {
         h
     } else {
         MPI_REQUEST_NULL
@@ -347,20 +349,20 @@ pub(crate) fn settled(m: &Mpi, h: MPI_Request) -> MPI_Request {
 /// them).
 pub(crate) fn inactive(m: &Mpi, h: MPI_Request) -> bool {
     h == MPI_REQUEST_NULL
-        || matches!(m.reqs.borrow().get(h), Some(Req::Persistent(p)) if matches!(p.active, Active::No))
+        || matches!(m.reqs().borrow().get(h), Some(Req::Persistent(p)) if matches!(p.active, Active::No))
 }
 
 /// Complete the orphans (requests freed while active) that are done; keep the others.
 #[inline]
 pub(crate) fn reap(m: &Mpi) {
-    if !m.reqs.borrow().orphans.is_empty() {
+    if !m.reqs().borrow().orphans.is_empty() {
         reap_some(m);
     }
 }
 
 #[cold]
 fn reap_some(m: &Mpi) {
-    let orphans = std::mem::take(&mut m.reqs.borrow_mut().orphans);
+    let orphans = std::mem::take(&mut m.reqs().borrow_mut().orphans);
     let mut left = Vec::new();
     for (id, after) in orphans {
         match m.core.test(id) {
@@ -370,20 +372,20 @@ fn reap_some(m: &Mpi) {
             res => drop(finish(m, res.map(|s| s.expect("checked Some")), after)),
         }
     }
-    m.reqs.borrow_mut().orphans.extend(left);
+    m.reqs().borrow_mut().orphans.extend(left);
 }
 
 /// Withdraw request `h` of a call that failed: cancel its core operation if it has not matched
 /// (the request is freed), otherwise wait for it to complete (its outcome is dropped).
 pub(crate) fn withdraw(m: &Mpi, h: MPI_Request) -> MpiResult {
-    let id = match m.reqs.borrow().get(h) {
+    let id = match m.reqs().borrow().get(h) {
         Some(Req::Core { id, .. }) => Some(*id),
         Some(_) => None,
         None => return Err(invalid(h)),
     };
     if let Some(id) = id {
         if m.core.cancel(id)? {
-            m.reqs.borrow_mut().remove(h);
+            m.reqs().borrow_mut().remove(h);
             return Ok(());
         }
     }
@@ -393,7 +395,7 @@ pub(crate) fn withdraw(m: &Mpi, h: MPI_Request) -> MpiResult {
 /// Free request `h`: an inactive or complete one at once, an active one once it completes
 /// (it becomes an orphan).
 pub(crate) fn free(m: &Mpi, h: MPI_Request) -> MpiResult {
-    let mut reqs = m.reqs.borrow_mut();
+    let mut reqs = m.reqs().borrow_mut();
     match reqs.remove(h) {
         None => Err(invalid(h)),
         Some(Req::Done { .. }) => Ok(()),
@@ -466,7 +468,7 @@ pub(crate) fn cancelled_status() -> MPI_Status {
 /// done becomes a `Done` request holding its outcome (its completion step has run).
 pub(crate) fn peek(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
     // The table's borrow ends with this statement (the parts path borrows it again).
-    let head = match m.reqs.borrow().get(h) {
+    let head = match m.reqs().borrow().get(h) {
         None => return Err(invalid(h)),
         Some(Req::Done { status, .. }) => return Ok(Some(*status)),
         Some(Req::Persistent(p)) => match &p.active {
@@ -489,10 +491,26 @@ pub(crate) fn peek(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
     let after = take_after(m, h, Some(comm))?;
     let (mut st, _) = finish(m, res, after)?;
     m.own_status(comm, &mut st);
-    match m.reqs.borrow_mut().get_mut(h) {
+    match m.reqs().borrow_mut().get_mut(h) {
         Some(Req::Persistent(p)) => p.active = Active::Done(st),
         Some(Req::Done { status, .. }) => *status = st,
         _ => {}
     }
     Ok(Some(st))
+}
+
+/// The process's table of requests (see [`Owned`]).
+static REQS: Owned<RefCell<Requests>> = Owned::new();
+
+impl Mpi {
+    /// The table of requests.
+    #[inline(always)]
+    pub(crate) fn reqs(&self) -> &RefCell<Requests> {
+        REQS.get(self)
+    }
+}
+
+/// Make the table of requests (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Requests) {
+    REQS.make(RefCell::new(table));
 }

@@ -120,7 +120,7 @@ impl Shape {
 impl Mpi {
     /// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
     pub(crate) fn topology(&self, comm: MPI_Comm) -> MpiResult<Rc<Topology>> {
-        let comms = self.comms.borrow();
+        let comms = self.comms().borrow();
         let c = comms.get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?;
         c.topo.clone().ok_or_else(|| err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} has no topology"))
     }
@@ -138,7 +138,7 @@ impl Mpi {
     pub(crate) fn with_topology(&self, parent: MPI_Comm, id: CommId, shape: Shape) -> MpiResult<MPI_Comm> {
         let hidden = self.core.comm_dup(id)?;
         let h = self.new_comm(parent, id);
-        let mut comms = self.comms.borrow_mut();
+        let mut comms = self.comms().borrow_mut();
         comms.get_mut(h).expect("just inserted").topo = Some(Rc::new(Topology { shape, hidden }));
         Ok(h)
     }

@@ -68,7 +68,7 @@ fn resolve(m: &Mpi, a: &Args) -> Option<Resolved> {
         return None;
     }
     let count = usize::try_from(a.count).ok()?;
-    let (size, elem) = m.types.borrow().dense(a.dt)?;
+    let (size, elem) = m.types().borrow().dense(a.dt)?;
     let r = fast_reduction(a.op, size, elem)?;
     let c = m.comm_ref(a.comm).ok().filter(|c| !c.inter)?;
     let root = match a.kind {

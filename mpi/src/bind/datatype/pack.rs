@@ -29,8 +29,8 @@ export! {
     fn MPI_Pack / PMPI_Pack(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: MPI_Comm) {
         call("MPI_Pack", On::Comm(comm), |m| {
             m.comm(comm)?;
-            let span = m.types.borrow().span(datatype, incount as i64)?;
-            let ty = m.types.borrow().get(datatype)?.clone();
+            let span = m.types().borrow().span(datatype, incount as i64)?;
+            let ty = m.types().borrow().get(datatype)?.clone();
             // SAFETY: pointer from the caller.
             let at = unsafe { position_in(position, outsize)? };
             let n = span.bytes();
@@ -57,8 +57,8 @@ export! {
     fn MPI_Unpack / PMPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype, comm: MPI_Comm) {
         call("MPI_Unpack", On::Comm(comm), |m| {
             m.comm(comm)?;
-            let span = m.types.borrow().span(datatype, outcount as i64)?;
-            let ty = m.types.borrow().get(datatype)?.clone();
+            let span = m.types().borrow().span(datatype, outcount as i64)?;
+            let ty = m.types().borrow().get(datatype)?.clone();
             // SAFETY: pointer from the caller.
             let at = unsafe { position_in(position, insize)? };
             let n = span.bytes();
@@ -87,7 +87,7 @@ export! {
     fn MPI_Pack_size / PMPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) {
         call("MPI_Pack_size", On::Comm(comm), |m| {
             m.comm(comm)?;
-            let ty = m.types.borrow().get(datatype)?.clone();
+            let ty = m.types().borrow().get(datatype)?.clone();
             if incount < 0 {
                 return Err(err!(MPI_ERR_COUNT, "invalid count {incount}"));
             }
@@ -104,7 +104,7 @@ export! {
     fn MPI_Pack_size_c / PMPI_Pack_size_c(incount: MPI_Count, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut MPI_Count) {
         call("MPI_Pack_size_c", On::Comm(comm), |m| {
             m.comm(comm)?;
-            let ty = m.types.borrow().get(datatype)?.clone();
+            let ty = m.types().borrow().get(datatype)?.clone();
             if incount < 0 {
                 return Err(err!(MPI_ERR_COUNT, "invalid count {incount}"));
             }

@@ -179,7 +179,7 @@ export! {
                 fill(array_of_integers, max_integers, &e.ints, "array_of_integers")?;
                 fill(array_of_addresses, max_addresses, &e.addrs, "array_of_addresses")?;
             }
-            let mut types = m.types.borrow_mut();
+            let mut types = m.types().borrow_mut();
             let handles: Vec<MPI_Datatype> = e
                 .types
                 .iter()
@@ -206,7 +206,7 @@ export! {
                 }
                 name.truncate(cut);
             }
-            let mut types = m.types.borrow_mut();
+            let mut types = m.types().borrow_mut();
             Arc::make_mut(types.get_mut(datatype)?).name = name;
             Ok(())
         })

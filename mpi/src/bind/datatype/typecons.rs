@@ -163,7 +163,7 @@ export! {
             }
             // SAFETY: non-null, from the caller.
             let h = unsafe { *datatype };
-            let mut types = m.types.borrow_mut();
+            let mut types = m.types().borrow_mut();
             let t = types.get_mut(h)?;
             if !t.committed {
                 Arc::make_mut(t).committed = true;
@@ -183,7 +183,7 @@ export! {
             }
             // SAFETY: non-null, from the caller.
             let h = unsafe { *datatype };
-            m.types.borrow_mut().free(h)?;
+            m.types().borrow_mut().free(h)?;
             m.shortcuts.clear();
             // SAFETY: as above.
             unsafe { *datatype = MPI_DATATYPE_NULL };

@@ -13,6 +13,6 @@ use crate::state::Mpi;
 impl Mpi {
     /// The description of `h` (a clone of the shared reference: no borrow outlives the call).
     pub(crate) fn type_info(&self, h: MPI_Datatype) -> MpiResult<Arc<TypeInfo>> {
-        Ok(self.types.borrow().get(h)?.clone())
+        Ok(self.types().borrow().get(h)?.clone())
     }
 }

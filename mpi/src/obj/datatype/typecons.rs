@@ -239,7 +239,7 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> MpiResul
 impl Mpi {
     /// The old type `h` of a constructor.
     pub(crate) fn old_type(&self, h: MPI_Datatype) -> MpiResult<Old> {
-        Ok(Old { h, t: self.types.borrow().get(h)?.clone() })
+        Ok(Old { h, t: self.types().borrow().get(h)?.clone() })
     }
 
     /// Store a new type and write its handle to `out`.
@@ -250,7 +250,7 @@ impl Mpi {
         if out.is_null() {
             return Err(err!(MPI_ERR_ARG, "invalid argument: `newtype` is NULL"));
         }
-        let h = self.types.borrow_mut().insert(t?);
+        let h = self.types().borrow_mut().insert(t?);
         // SAFETY: checked non-null; valid by the caller's contract.
         unsafe { put(out, h, "newtype") }
     }
