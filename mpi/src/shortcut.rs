@@ -28,10 +28,17 @@ use weft::ops::CommId;
 use weft_coll::{DType, Kind, Op, Spec};
 
 use crate::abi::*;
-use crate::bind::coll::Mode;
-use crate::error::{MpiErr, MpiResult};
-use crate::obj::comm::CommRef;
-use crate::state::{multiple, Mpi};
+
+/// What the data-moving calls need of a communicator handle, read in one table lookup: the
+/// core id, this process's rank in it and its size (of the union of both groups for an
+/// intercommunicator), and whether it is an intercommunicator.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CommRef {
+    pub(crate) id: CommId,
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    pub(crate) inter: bool,
+}
 
 /// The arguments of a call that decide its spec, buffers aside.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -147,44 +154,28 @@ impl Shortcuts {
         }
     }
 
-    /// Run (or start) the call `a` on `send` and `recv` (a broadcast's buffer is `recv`) if
-    /// it is the entry of its family ([`Mpi::exec_direct`]); `None` if it is not (or the
-    /// entry is in use). A blocking call outside `MPI_THREAD_MULTIPLE` runs the entry's spec
-    /// in place, holding the entry: a call made during the run (none reaches here: the engine
-    /// is held for the run) finds it busy and takes the full path.
-    ///
-    /// # Safety
-    /// The application keeps its buffers valid until the collective completes.
+    /// The entry of call `a` with the call's buffers `send` and `recv` put into its spec (a
+    /// broadcast's buffer is `recv`): its communicator and a copy of the spec to run; `None` if
+    /// `a` is not the entry of its family (or the entry is in use).
     #[inline(always)]
-    pub(crate) unsafe fn run(
+    pub(crate) fn take(
         &self,
-        m: &Mpi,
         a: &Args,
         send: *const c_void,
         recv: *mut c_void,
-        mode: Mode,
-    ) -> Option<MpiResult> {
-        if let (Mode::Blocking, false) = (mode, multiple()) {
-            // SAFETY: forwarded contract (the spec holds the application's buffers).
-            let run = |c: CommRef, spec: &mut Spec| unsafe { m.core.run_bare(c.id, c.rank, c.size, spec) };
-            // SAFETY: forwarded contract.
-            return unsafe { self.run_blocking(a, send, recv, run) }.map(|r| r.map_err(MpiErr::from));
-        }
+    ) -> Option<(CommRef, Spec<'static>)> {
         let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
         let d = g.as_mut().filter(|d| d.args == *a)?;
         d.set_buffers(send, recv);
-        let (c, mut spec) = (d.c, d.spec.clone());
-        drop(g);
-        // SAFETY: forwarded contract.
-        Some(unsafe { m.exec_direct(c, a.comm, &mut spec, mode) })
+        Some((d.c, d.spec.clone()))
     }
 
-    /// [`Shortcuts::run`] of a blocking call below `MPI_THREAD_MULTIPLE` (the caller knows
+    /// [`Shortcuts::take`] and run, for a blocking call below `MPI_THREAD_MULTIPLE` (the caller knows
     /// the thread level): `run` runs the entry's spec in place, on the entry's communicator,
     /// holding the entry; its result.
     ///
     /// # Safety
-    /// As [`Shortcuts::run`]; MPI runs below `MPI_THREAD_MULTIPLE`.
+    /// The application keeps its buffers valid until the collective completes; MPI runs below `MPI_THREAD_MULTIPLE`.
     #[inline(always)]
     pub(crate) unsafe fn run_blocking<R>(
         &self,

@@ -11,7 +11,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use weft::ops::{CommId, ReqId};
+use weft::ops::CommId;
 
 use crate::abi::*;
 use crate::bind::p2p::send_tag;
@@ -20,30 +20,6 @@ use crate::obj::datatype::Span;
 use crate::obj::request::block_on;
 use crate::state::{call, Mpi, On};
 use crate::{export, put};
-
-/// The attached buffer and the sends in flight from it.
-#[derive(Default)]
-pub(crate) struct Pool {
-    /// Start and size of the attached buffer.
-    attached: Option<(*mut u8, usize)>,
-    /// Sends from the buffer: (offset, bytes taken, core request), ordered by offset.
-    live: Vec<(usize, usize, ReqId)>,
-}
-
-impl Pool {
-    /// The first offset with `need` free bytes.
-    fn room(&self, need: usize) -> Option<usize> {
-        let size = self.attached?.1;
-        let mut at = 0;
-        for &(off, len, _) in &self.live {
-            if off - at >= need {
-                return Some(at);
-            }
-            at = off + len;
-        }
-        (size - at >= need).then_some(at)
-    }
-}
 
 impl Mpi {
     /// Give back the room of the buffered sends that completed.

@@ -71,6 +71,36 @@ pub(crate) enum Mode {
 }
 
 impl Mpi {
+    /// Run (or start) the call `a` on `send` and `recv` (a broadcast's buffer is `recv`) if
+    /// it is the shortcut's entry of its family ([`Mpi::exec_direct`]); `None` if it is not
+    /// (or the entry is in use). A blocking call outside `MPI_THREAD_MULTIPLE` runs the
+    /// entry's spec in place, holding the entry: a call made during the run (none reaches
+    /// here: the engine is held for the run) finds it busy and takes the full path.
+    ///
+    /// # Safety
+    /// The application keeps its buffers valid until the collective completes.
+    #[inline(always)]
+    pub(crate) unsafe fn run_shortcut(
+        &self,
+        a: &Args,
+        send: *const c_void,
+        recv: *mut c_void,
+        mode: Mode,
+    ) -> Option<MpiResult> {
+        if let (Mode::Blocking, false) = (mode, multiple()) {
+            // SAFETY: forwarded contract (the spec holds the application's buffers).
+            let run = |c: CommRef, spec: &mut Spec| unsafe { self.core.run_bare(c.id, c.rank, c.size, spec) };
+            // SAFETY: forwarded contract.
+            return unsafe { self.shortcuts.run_blocking(a, send, recv, run) }
+                .map(|r| r.map_err(MpiErr::from));
+        }
+        let (c, mut spec) = self.shortcuts.take(a, send, recv)?;
+        // SAFETY: forwarded contract.
+        Some(unsafe { self.exec_direct(c, a.comm, &mut spec, mode) })
+    }
+}
+
+impl Mpi {
     /// Size, check and run (or start) `spec` on `comm`, keeping `keep` alive until it ends.
     ///
     /// # Safety
@@ -326,7 +356,7 @@ fn bcast(
     // call finds its arguments resolved already.
     let args = Args { kind: Kind::Bcast, comm, dt, op: MPI_OP_NULL, count, root, in_place: false };
     // SAFETY: the application keeps `buf` valid until the collective completes.
-    if let Some(r) = unsafe { m.shortcuts.run(m, &args, std::ptr::null(), buf, mode) } {
+    if let Some(r) = unsafe { m.run_shortcut(&args, std::ptr::null(), buf, mode) } {
         return r;
     }
     bcast_full(m, buf, count, dt, root, comm, mode)
@@ -351,7 +381,7 @@ fn bcast_full(
         m.shortcuts
             .keep(args, Resolved { c, dtype: DType::Byte, op: None, count: bytes, root, out_here: true });
         // SAFETY: as above.
-        if let Some(r) = unsafe { m.shortcuts.run(m, &args, std::ptr::null(), buf, mode) } {
+        if let Some(r) = unsafe { m.run_shortcut(&args, std::ptr::null(), buf, mode) } {
             return r;
         }
     }

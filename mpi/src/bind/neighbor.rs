@@ -8,88 +8,12 @@ use std::ffi::{c_int, c_void};
 use weft::ops::ReqId;
 
 use crate::abi::*;
-use crate::error::{err, MpiErr, MpiResult};
+use crate::error::{err, MpiResult};
 use crate::export;
-use crate::obj::request::{block_on, empty_status, finish, After, Outcome, Req};
+use crate::obj::request::Parts;
+use crate::obj::request::{block_on, finish, After, Req};
 use crate::obj::topo::{ints, Peer};
 use crate::state::{call, Mpi, On};
-
-/// The core requests of a non-blocking neighborhood collective still running, and the first
-/// error of those that completed.
-pub(crate) struct Parts {
-    pending: Vec<(ReqId, After)>,
-    failed: Option<MpiErr>,
-}
-
-impl Parts {
-    /// The parts still running (a request freed while active leaves them to complete alone).
-    pub(crate) fn into_pending(self) -> Vec<(ReqId, After)> {
-        self.pending
-    }
-}
-
-/// The status of `Parts` request `h` if all its parts are done, leaving the request in place
-/// (it becomes a `Done` request holding that status).
-pub(crate) fn peek_parts(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
-    let Some((st, _)) = run_parts(m, h, false)? else {
-        return Ok(None);
-    };
-    let mut reqs = m.reqs().borrow_mut();
-    if let Some(r) = reqs.get_mut(h) {
-        let comm = r.comm();
-        *r = Req::Done { status: st, comm };
-    }
-    Ok(Some(st))
-}
-
-/// Complete what has completed of `Parts` request `h` (everything, if `block`); its outcome
-/// once all parts are done (the request is then freed), `None` while some run.
-pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
-    let out = run_parts(m, h, block)?;
-    if out.is_some() {
-        m.reqs().borrow_mut().remove(h);
-    }
-    Ok(out)
-}
-
-/// Run the parts of `Parts` request `h` that have completed (all of them, if `block`); the
-/// request's outcome once every part is done (the request stays), `None` while some run.
-fn run_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
-    let (pending, mut failed, comm) = match m.reqs().borrow_mut().get_mut(h) {
-        Some(Req::Parts { parts, comm }) => (std::mem::take(&mut parts.pending), parts.failed.take(), *comm),
-        _ => return Err(crate::obj::request::invalid(h)),
-    };
-    let mut still = Vec::new();
-    for (id, after) in pending {
-        let res = if block {
-            block_on(m, id)
-        } else {
-            match m.core.test(id) {
-                Ok(None) => {
-                    still.push((id, after));
-                    continue;
-                }
-                Ok(Some(s)) => Ok(s),
-                Err(e) => Err(e),
-            }
-        };
-        if let (_, Some(e)) = finish(m, res, after)? {
-            failed.get_or_insert(e);
-        }
-    }
-    if !still.is_empty() {
-        if let Some(Req::Parts { parts, .. }) = m.reqs().borrow_mut().get_mut(h) {
-            parts.pending = still;
-            parts.failed = failed;
-        }
-        return Ok(None);
-    }
-    let mut st = empty_status();
-    if let Some(e) = &failed {
-        st.MPI_ERROR = e.class;
-    }
-    Ok(Some((st, failed.map(|e| e.on(comm)))))
-}
 
 /// One message of a neighborhood collective: the neighbor, the buffer block, its count and
 /// type.

@@ -17,6 +17,7 @@ use crate::error::{err, MpiErr, MpiResult};
 use crate::obj::datatype::Span;
 use crate::obj::intercomm::remote_status;
 use crate::obj::request::{self, After, Req, Unpack};
+use crate::obj::request::{Mode, Started};
 use crate::state::{self, call, multiple, Mpi, On};
 use crate::{export, put};
 
@@ -66,37 +67,6 @@ fn check_span(p: *const c_void, span: &Span) -> MpiResult {
     match span {
         Span::Contig(n) => check_buf(p, *n),
         Span::Strided(..) => Ok(()),
-    }
-}
-
-/// The send modes of the standard.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Mode {
-    /// `MPI_Send`: completes when the buffer may be reused.
-    Standard,
-    /// `MPI_Ssend`: completes once the receiver matched the message.
-    Sync,
-    /// `MPI_Bsend`: copied into the attached buffer, complete at once.
-    Buffered,
-    /// `MPI_Rsend`: the receive is posted already; a standard send is a correct ready send.
-    Ready,
-}
-
-/// How an operation stands once started.
-pub(crate) enum Started {
-    /// Running in the core, with its completion step.
-    Core(ReqId, After),
-    /// Complete already, with this status.
-    Done(MPI_Status),
-}
-
-impl Started {
-    /// As a (non-persistent) request on communicator handle `comm`.
-    pub(crate) fn into_req(self, comm: MPI_Comm) -> Req {
-        match self {
-            Started::Core(id, after) => Req::Core { id, comm, after },
-            Started::Done(status) => Req::Done { status, comm },
-        }
     }
 }
 

@@ -9,39 +9,13 @@
 
 use std::ffi::{c_int, c_void};
 
-use weft::ops::ReqId;
-
 use crate::abi::*;
-use crate::bind::p2p::{recv_tag, send_tag, Mode, Started};
+use crate::bind::p2p::{recv_tag, send_tag};
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::obj::request::{After, Req};
+use crate::obj::request::Req;
+use crate::obj::request::{Active, Mode, Persistent, PersistentOp as Op, Started};
 use crate::state::{call, Mpi, On};
-
-/// The operation a persistent request runs on each start.
-#[derive(Clone, Copy)]
-pub(crate) enum Op {
-    Send { mode: Mode, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int },
-    Recv { buf: *mut c_void, count: MPI_Count, dt: MPI_Datatype, src: c_int, tag: c_int },
-}
-
-/// Whether a persistent request is running.
-pub(crate) enum Active {
-    /// Inactive: created, or completed since its last start.
-    No,
-    /// Started and running in the core.
-    Core(ReqId, After),
-    /// Started and complete already (`MPI_PROC_NULL`, a buffered send, a cancel), not yet
-    /// completed by a wait or test.
-    Done(MPI_Status),
-}
-
-/// A persistent request.
-pub(crate) struct Persistent {
-    pub(crate) op: Op,
-    pub(crate) comm: MPI_Comm,
-    pub(crate) active: Active,
-}
 
 impl Mpi {
     /// Start the persistent request `h`; `MPI_ERR_REQUEST` if it is not an inactive

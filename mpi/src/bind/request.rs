@@ -1,9 +1,9 @@
 //! Requests chapter, single requests: wait, test, waitall, free, get_status, cancel, test_cancelled.
 
 use crate::abi::*;
-use crate::bind::persistent::Active;
 use crate::error::{err, MpiErr, MpiResult};
 use crate::export;
+use crate::obj::request::Active;
 use crate::obj::request::*;
 use crate::state::{call, On};
 use std::ffi::c_int;

@@ -3,22 +3,23 @@
 //! `MPI_COMM_SELF`, and the communicator functions (creation from groups, splits by node,
 //! duplication with attribute copying, freeing with attribute deletion).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::rc::Rc;
 
-use weft::ops::CommId;
-
-use std::cell::RefCell;
+use weft::ops::{CommId, Spawned};
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::handle::{looks_like, Kind, Table};
 use crate::obj::info::Info;
+use crate::obj::intercomm::{remote_status, Inter};
 use crate::obj::request::{After, Req};
-use crate::obj::topo::Topology;
+use crate::obj::topo::{Shape, Topology};
 use crate::state::{Mpi, Owned};
+
+pub(crate) use crate::shortcut::CommRef;
 
 /// One communicator as the application sees it.
 pub(crate) struct CommObj {
@@ -28,7 +29,7 @@ pub(crate) struct CommObj {
     /// Attribute values by keyval.
     pub(crate) attrs: HashMap<c_int, usize>,
     /// For an intercommunicator (`id` is then the union of both groups): the groups' places.
-    pub(crate) inter: Option<crate::obj::intercomm::Inter>,
+    pub(crate) inter: Option<Inter>,
     /// Info hints set by `MPI_Comm_set_info` / `MPI_Comm_dup_with_info`.
     pub(crate) info: Info,
     /// The process topology, for communicators made by the topology constructors.
@@ -36,17 +37,6 @@ pub(crate) struct CommObj {
     /// This process's rank in `id` and its size, asked of the core once (a communicator's
     /// members never change) by the first call that needs them.
     shape: Cell<Option<(u32, u32)>>,
-}
-
-/// What the data-moving calls need of a communicator handle, read in one table lookup: the
-/// core id, this process's rank in it and its size (of the union of both groups for an
-/// intercommunicator), and whether it is an intercommunicator.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CommRef {
-    pub(crate) id: CommId,
-    pub(crate) rank: u32,
-    pub(crate) size: u32,
-    pub(crate) inter: bool,
 }
 
 impl CommObj {
@@ -161,8 +151,8 @@ impl Mpi {
 /// What a duplicate takes from its communicator besides the core communicator: the
 /// intercommunicator's groups, the topology's shape, the copied attributes and the hints.
 struct DupParts {
-    inter: Option<crate::obj::intercomm::Inter>,
-    shape: Option<crate::obj::topo::Shape>,
+    inter: Option<Inter>,
+    shape: Option<Shape>,
     attrs: HashMap<c_int, usize>,
     info: Info,
 }
@@ -279,4 +269,110 @@ impl Mpi {
 /// Make the table of communicators (predefined and created) (`MPI_Init`, before the instance is installed).
 pub(crate) fn make_table(table: Comms) {
     COMMS.make(RefCell::new(table));
+}
+
+impl Mpi {
+    /// The core communicator of `h` and `rank` (a destination or receive source) in its terms:
+    /// on an intercommunicator a rank names a process of the remote group. Negative values
+    /// (`MPI_ANY_SOURCE`, `MPI_PROC_NULL`, bad ranks) pass unchanged.
+    #[inline]
+    pub(crate) fn peer(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int)> {
+        self.source(h, rank).map(|(c, r, _)| (c, r))
+    }
+
+    /// As [`Mpi::peer`], for a receive: also the layout that [`remote_status`] needs to put the
+    /// statuses of this communicator in the application's terms (one lookup for both).
+    #[inline]
+    pub(crate) fn source(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int, Option<Inter>)> {
+        let comms = self.comms().borrow();
+        let c = comms.get(h).ok_or_else(|| invalid(h))?;
+        match c.inter {
+            Some(i) if rank >= 0 => Ok((c.id, i.union_rank(rank)?, c.inter)),
+            _ => Ok((c.id, rank, c.inter)),
+        }
+    }
+
+    /// Put a status of communicator `h` in the application's terms (on an intercommunicator the
+    /// source is a rank of the remote group).
+    #[inline]
+    pub(crate) fn own_status(&self, h: MPI_Comm, st: &mut MPI_Status) {
+        if st.MPI_SOURCE >= 0 {
+            remote_status(self.comms().borrow().get(h).and_then(|c| c.inter), st);
+        }
+    }
+
+    /// The intercommunicator layout of `h`, if it is one.
+    pub(crate) fn inter_of(&self, h: MPI_Comm) -> MpiResult<Option<Inter>> {
+        Ok(self.comms().borrow().get(h).ok_or_else(|| invalid(h))?.inter)
+    }
+}
+
+/// The handle `MPI_Comm_get_parent` returns (`MPI_COMM_NULL` if this process was not spawned).
+#[derive(Default)]
+pub(crate) struct Parent(pub(crate) Cell<MPI_Comm>);
+
+impl Parent {
+    /// The parent intercommunicator of a spawned process, made at init (its error handler is
+    /// `MPI_ERRORS_ARE_FATAL`, like `MPI_COMM_WORLD`'s).
+    pub(crate) fn at_init(comms: &mut Comms, sp: Option<Spawned>) -> Parent {
+        let h = match sp {
+            None => MPI_COMM_NULL,
+            Some(sp) => {
+                let h = comms.insert(CommObj::new(sp.union, MPI_ERRORS_ARE_FATAL, ""));
+                if let Some(c) = comms.get_mut(h) {
+                    c.inter = Some(Inter {
+                        local_off: sp.parents,
+                        local_size: sp.children,
+                        remote_off: 0,
+                        remote_size: sp.parents,
+                    });
+                }
+                h
+            }
+        };
+        Parent(Cell::new(h))
+    }
+}
+
+/// The process's parent intercommunicator handle (see [`Owned`]).
+static PARENT: Owned<Parent> = Owned::new();
+
+impl Mpi {
+    /// The handle `MPI_Comm_get_parent` returns.
+    #[inline]
+    pub(crate) fn parent(&self) -> &Parent {
+        PARENT.get(self)
+    }
+}
+
+/// Make the parent handle (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_parent(parent: Parent) {
+    PARENT.make(parent);
+}
+
+impl Mpi {
+    /// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
+    pub(crate) fn topology(&self, comm: MPI_Comm) -> MpiResult<Rc<Topology>> {
+        let comms = self.comms().borrow();
+        let c = comms.get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?;
+        c.topo.clone().ok_or_else(|| err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} has no topology"))
+    }
+
+    /// The Cartesian grid of `comm`.
+    pub(crate) fn cart(&self, comm: MPI_Comm) -> MpiResult<(Vec<c_int>, Vec<bool>)> {
+        match &self.topology(comm)?.shape {
+            Shape::Cart { dims, periods } => Ok((dims.clone(), periods.clone())),
+            Shape::Graph { .. } => Err(err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} is not Cartesian")),
+        }
+    }
+
+    /// Give the new communicator `id` (made from `parent`) the topology `shape` and a hidden
+    /// duplicate (collective over `id`).
+    pub(crate) fn with_topology(&self, parent: MPI_Comm, id: CommId, shape: Shape) -> MpiResult<MPI_Comm> {
+        let hidden = self.core.comm_dup(id)?;
+        let h = self.new_comm(parent, id);
+        let mut comms = self.comms().borrow_mut();
+        comms.get_mut(h).expect("just inserted").topo = Some(Rc::new(Topology { shape, hidden }));
+        Ok(h)
+    }
 }

@@ -16,7 +16,7 @@
 //! data lands as soon as the message matches; a strided one's is unpacked only at the next
 //! completion call (wait, test, or a blocking call that completes through them).
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 use weft::ops::ReqId;
 use weft::{EngineError, Status};
@@ -24,7 +24,6 @@ use weft::{EngineError, Status};
 use std::cell::RefCell;
 
 use crate::abi::*;
-use crate::bind::persistent::{Active, Persistent};
 use crate::error::{err, MpiErr, MpiResult};
 use crate::handle::{Kind, Table};
 use crate::state::{self, Mpi, Owned};
@@ -57,7 +56,7 @@ pub(crate) enum Req {
     /// this status.
     Done { status: MPI_Status, comm: MPI_Comm },
     /// Several core requests that complete as one (a neighborhood collective).
-    Parts { parts: Box<crate::bind::neighbor::Parts>, comm: MPI_Comm },
+    Parts { parts: Box<Parts>, comm: MPI_Comm },
     /// A persistent request (`MPI_Send_init`, ...), active or not.
     Persistent(Box<Persistent>),
 }
@@ -78,7 +77,7 @@ pub(crate) struct Requests {
     /// Core requests freed by the application while active, with their completion steps.
     orphans: Vec<(ReqId, After)>,
     /// The buffer attached by `MPI_Buffer_attach` and the buffered sends using it.
-    pub(crate) bsend: crate::bind::bsend::Pool,
+    pub(crate) bsend: Pool,
     /// Messages taken out of matching by `MPI_Mprobe`/`MPI_Improbe`, with their communicator.
     pub(crate) messages: Table<(weft::ops::Message, MPI_Comm)>,
 }
@@ -88,7 +87,7 @@ impl Requests {
         Requests {
             table: Table::new(Kind::Request),
             orphans: Vec::new(),
-            bsend: crate::bind::bsend::Pool::default(),
+            bsend: Pool::default(),
             messages: Table::new(Kind::Message),
         }
     }
@@ -247,7 +246,7 @@ pub(crate) fn complete(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option
     let (id, comm) = match stand {
         Stand::Ready(st) => return Ok(Some((st, failed(&st)))),
         Stand::Running(id, comm) => (id, comm),
-        Stand::Parts => return crate::bind::neighbor::complete_parts(m, h, block),
+        Stand::Parts => return complete_parts(m, h, block),
     };
     let res = if block {
         block_on(m, id)
@@ -480,7 +479,7 @@ pub(crate) fn peek(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
         Some(Req::Parts { .. }) => None,
     };
     let Some((id, comm)) = head else {
-        return crate::bind::neighbor::peek_parts(m, h);
+        return peek_parts(m, h);
     };
     let res = match m.core.test(id) {
         Ok(None) | Err(EngineError::ProcFailedPending) => return Ok(None),
@@ -513,4 +512,161 @@ impl Mpi {
 /// Make the table of requests (`MPI_Init`, before the instance is installed).
 pub(crate) fn make_table(table: Requests) {
     REQS.make(RefCell::new(table));
+}
+
+/// The send modes of the standard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `MPI_Send`: completes when the buffer may be reused.
+    Standard,
+    /// `MPI_Ssend`: completes once the receiver matched the message.
+    Sync,
+    /// `MPI_Bsend`: copied into the attached buffer, complete at once.
+    Buffered,
+    /// `MPI_Rsend`: the receive is posted already; a standard send is a correct ready send.
+    Ready,
+}
+
+/// How an operation stands once started.
+pub(crate) enum Started {
+    /// Running in the core, with its completion step.
+    Core(ReqId, After),
+    /// Complete already, with this status.
+    Done(MPI_Status),
+}
+
+impl Started {
+    /// As a (non-persistent) request on communicator handle `comm`.
+    pub(crate) fn into_req(self, comm: MPI_Comm) -> Req {
+        match self {
+            Started::Core(id, after) => Req::Core { id, comm, after },
+            Started::Done(status) => Req::Done { status, comm },
+        }
+    }
+}
+
+/// The operation a persistent request runs on each start.
+#[derive(Clone, Copy)]
+pub(crate) enum PersistentOp {
+    Send { mode: Mode, buf: *const c_void, count: MPI_Count, dt: MPI_Datatype, dest: c_int, tag: c_int },
+    Recv { buf: *mut c_void, count: MPI_Count, dt: MPI_Datatype, src: c_int, tag: c_int },
+}
+
+/// Whether a persistent request is running.
+pub(crate) enum Active {
+    /// Inactive: created, or completed since its last start.
+    No,
+    /// Started and running in the core.
+    Core(ReqId, After),
+    /// Started and complete already (`MPI_PROC_NULL`, a buffered send, a cancel), not yet
+    /// completed by a wait or test.
+    Done(MPI_Status),
+}
+
+/// A persistent request.
+pub(crate) struct Persistent {
+    pub(crate) op: PersistentOp,
+    pub(crate) comm: MPI_Comm,
+    pub(crate) active: Active,
+}
+
+/// The core requests of a non-blocking neighborhood collective still running, and the first
+/// error of those that completed.
+pub(crate) struct Parts {
+    pub(crate) pending: Vec<(ReqId, After)>,
+    pub(crate) failed: Option<MpiErr>,
+}
+
+impl Parts {
+    /// The parts still running (a request freed while active leaves them to complete alone).
+    pub(crate) fn into_pending(self) -> Vec<(ReqId, After)> {
+        self.pending
+    }
+}
+
+/// The status of `Parts` request `h` if all its parts are done, leaving the request in place
+/// (it becomes a `Done` request holding that status).
+pub(crate) fn peek_parts(m: &Mpi, h: MPI_Request) -> MpiResult<Option<MPI_Status>> {
+    let Some((st, _)) = run_parts(m, h, false)? else {
+        return Ok(None);
+    };
+    let mut reqs = m.reqs().borrow_mut();
+    if let Some(r) = reqs.get_mut(h) {
+        let comm = r.comm();
+        *r = Req::Done { status: st, comm };
+    }
+    Ok(Some(st))
+}
+
+/// Complete what has completed of `Parts` request `h` (everything, if `block`); its outcome
+/// once all parts are done (the request is then freed), `None` while some run.
+pub(crate) fn complete_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
+    let out = run_parts(m, h, block)?;
+    if out.is_some() {
+        m.reqs().borrow_mut().remove(h);
+    }
+    Ok(out)
+}
+
+/// Run the parts of `Parts` request `h` that have completed (all of them, if `block`); the
+/// request's outcome once every part is done (the request stays), `None` while some run.
+fn run_parts(m: &Mpi, h: MPI_Request, block: bool) -> MpiResult<Option<Outcome>> {
+    let (pending, mut failed, comm) = match m.reqs().borrow_mut().get_mut(h) {
+        Some(Req::Parts { parts, comm }) => (std::mem::take(&mut parts.pending), parts.failed.take(), *comm),
+        _ => return Err(crate::obj::request::invalid(h)),
+    };
+    let mut still = Vec::new();
+    for (id, after) in pending {
+        let res = if block {
+            block_on(m, id)
+        } else {
+            match m.core.test(id) {
+                Ok(None) => {
+                    still.push((id, after));
+                    continue;
+                }
+                Ok(Some(s)) => Ok(s),
+                Err(e) => Err(e),
+            }
+        };
+        if let (_, Some(e)) = finish(m, res, after)? {
+            failed.get_or_insert(e);
+        }
+    }
+    if !still.is_empty() {
+        if let Some(Req::Parts { parts, .. }) = m.reqs().borrow_mut().get_mut(h) {
+            parts.pending = still;
+            parts.failed = failed;
+        }
+        return Ok(None);
+    }
+    let mut st = empty_status();
+    if let Some(e) = &failed {
+        st.MPI_ERROR = e.class;
+    }
+    Ok(Some((st, failed.map(|e| e.on(comm)))))
+}
+
+/// The attached buffer and the sends in flight from it.
+#[derive(Default)]
+pub(crate) struct Pool {
+    /// Start and size of the attached buffer.
+    pub(crate) attached: Option<(*mut u8, usize)>,
+    /// Sends from the buffer: (offset, bytes taken, core request), ordered by offset.
+    pub(crate) live: Vec<(usize, usize, ReqId)>,
+}
+
+impl Pool {
+    /// The first offset with `need` free bytes.
+    pub(crate) fn room(&self, need: usize) -> Option<usize> {
+        let size = self.attached?.1;
+        let mut at = 0;
+        for &(off, len, _) in &self.live {
+            if off - at >= need {
+                return Some(at);
+            }
+            at = off + len;
+        }
+        (size - at >= need).then_some(at)
+    }
 }

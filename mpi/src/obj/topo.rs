@@ -8,13 +8,11 @@
 //! ignored, as the standard allows).
 
 use std::ffi::c_int;
-use std::rc::Rc;
 
 use weft::ops::CommId;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use crate::state::Mpi;
 
 /// The shape of a topology.
 #[derive(Clone, Debug)]
@@ -114,33 +112,6 @@ impl Shape {
                 dests.iter().map(|&rank| Peer { rank, tag: 0 }).collect(),
             ),
         }
-    }
-}
-
-impl Mpi {
-    /// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
-    pub(crate) fn topology(&self, comm: MPI_Comm) -> MpiResult<Rc<Topology>> {
-        let comms = self.comms().borrow();
-        let c = comms.get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?;
-        c.topo.clone().ok_or_else(|| err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} has no topology"))
-    }
-
-    /// The Cartesian grid of `comm`.
-    pub(crate) fn cart(&self, comm: MPI_Comm) -> MpiResult<(Vec<c_int>, Vec<bool>)> {
-        match &self.topology(comm)?.shape {
-            Shape::Cart { dims, periods } => Ok((dims.clone(), periods.clone())),
-            Shape::Graph { .. } => Err(err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} is not Cartesian")),
-        }
-    }
-
-    /// Give the new communicator `id` (made from `parent`) the topology `shape` and a hidden
-    /// duplicate (collective over `id`).
-    pub(crate) fn with_topology(&self, parent: MPI_Comm, id: CommId, shape: Shape) -> MpiResult<MPI_Comm> {
-        let hidden = self.core.comm_dup(id)?;
-        let h = self.new_comm(parent, id);
-        let mut comms = self.comms().borrow_mut();
-        comms.get_mut(h).expect("just inserted").topo = Some(Rc::new(Topology { shape, hidden }));
-        Ok(h)
     }
 }
 

@@ -57,7 +57,7 @@ fn whole_direct(
         m.shortcuts.keep(args, resolve(m, &args)?);
     }
     // SAFETY: the application keeps its buffers valid until the collective completes.
-    unsafe { m.shortcuts.run(m, &args, send, rbuf, mode) }
+    unsafe { m.run_shortcut(&args, send, rbuf, mode) }
 }
 
 /// What the arguments of a reduction resolve to on the direct path; `None` when the call is
