@@ -25,7 +25,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 
 use weft::ops::CommId;
-use weft_coll::{DType, Kind, Op, Spec};
+use weft::ops::{DType, Kind, Op, Spec};
 
 use crate::abi::*;
 

@@ -14,8 +14,8 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use weft::ops::OpsCore;
+use weft::ops::{DType, Kind, Spec};
 use weft::EngineError;
-use weft_coll::{DType, Kind, Spec};
 
 use crate::abi::*;
 use crate::bind::p2p::engine_error;

@@ -9,7 +9,7 @@
 
 use std::ffi::c_int;
 
-use weft_coll::DType;
+use weft::ops::DType;
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};

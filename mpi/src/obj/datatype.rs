@@ -24,7 +24,7 @@ pub(crate) mod typecons;
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use weft_coll::DType;
+use weft::ops::DType;
 
 use std::cell::RefCell;
 

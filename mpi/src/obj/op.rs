@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use weft_coll::{DType, Op};
+use weft::ops::{DType, Op};
 
 use std::cell::RefCell;
 

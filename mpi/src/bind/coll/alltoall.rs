@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use weft_coll::{DType, Kind, Spec};
+use weft::ops::{DType, Kind, Spec};
 
 use super::stage::{self, Block, Region};
 use super::{count_of, counts_at, displs_at, in_place, launch, mismatch, Mode};

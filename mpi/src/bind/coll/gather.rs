@@ -4,7 +4,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use weft_coll::{DType, Kind, Spec};
+use weft::ops::{DType, Kind, Spec};
 
 use super::stage::{self, Region, Staged};
 use super::{counts_at, displs_at, in_place, launch, mismatch, root_in, Mode};

@@ -8,7 +8,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use weft_coll::{Kind, Spec};
+use weft::ops::{Kind, Spec};
 
 use super::stage::{self, Region, Staged};
 use super::{count_of, counts_at, in_place, launch, root_in, run_direct, Mode};

@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use weft_coll::Op;
+use weft::ops::Op;
 
 use crate::abi::*;
 
@@ -143,7 +143,7 @@ mod tests {
     }
 
     fn apply(op: &Op, src: &[u8], dst: &mut [u8]) {
-        op.apply(weft_coll::DType::Byte, src, dst, true);
+        op.apply(weft::ops::DType::Byte, src, dst, true);
     }
 
     #[test]

@@ -100,7 +100,7 @@ proptest! {
         let map: Vec<isize> = placed.iter().flat_map(|&(l, d)| (0..l as isize).map(move |j| d + j)).collect();
         let lo = *map.iter().min().unwrap();
         let hi = *map.iter().max().unwrap() + 1;
-        prop_assert_eq!(t.elem, Some(weft_coll::DType::I32));
+        prop_assert_eq!(t.elem, Some(weft::ops::DType::I32));
         check(&t, elems, &map, hi - lo);
     }
 
