@@ -23,6 +23,7 @@
 
 pub mod abi;
 mod bind;
+mod declare;
 pub mod error;
 mod handle;
 mod obj;
@@ -38,53 +39,7 @@ pub mod attr {
     pub use crate::obj::attr::MPIX_FT;
 }
 
-/// Export `PMPI_name` with `body`, and `MPI_name` as its weak alias ([`weak_alias!`]). Every
-/// argument is a plain C value or pointer; pointers are checked before use (null where the
-/// standard forbids it is `MPI_ERR_ARG`).
-macro_rules! export {
-    ($(#[$m:meta])* fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block) => {
-        $(#[$m])*
-        ///
-        /// # Safety
-        /// Pointer arguments must be valid as the MPI standard requires for this function.
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($a: $t),*) -> std::ffi::c_int $body
-
-        $crate::weak_alias!($name / $pname);
-    };
-}
-pub(crate) use export;
-
-/// Define `MPI_name` as a weak ELF alias of the exported function `PMPI_name` (same address,
-/// binding `STB_WEAK`), and as a Rust re-export of it for the crate's own callers.
-///
-/// A profiling library defines `MPI_name` itself and calls `PMPI_name`: against the shared
-/// library its definition comes first in the dynamic linker's search, and against a static
-/// archive the weak alias yields to it. Rust has no stable weak linkage, so the alias is an
-/// assembler directive (`.weak` + `.set`) in module-level assembly. The assembler resolves
-/// `.set` only against a symbol of its own object file (an alias of a symbol defined elsewhere
-/// is silently dropped), and rustc places module-level assembly in the codegen unit of its
-/// module, so this macro must be expanded in the module that defines `PMPI_name`: `export!`
-/// does that. rustc's version script exports only Rust's `#[no_mangle]` items; `build.rs`
-/// adds a second one that exports the `MPI_*`/`MPIX_*` aliases. `mpi/tests/symbols.rs` checks
-/// that every `MPI_` export of the library is weak and has its `PMPI_` twin at its address.
-macro_rules! weak_alias {
-    ($name:ident / $pname:ident) => {
-        #[cfg(target_os = "linux")]
-        std::arch::global_asm!(concat!(
-            ".weak ",
-            stringify!($name),
-            "\n.set ",
-            stringify!($name),
-            ", ",
-            stringify!($pname)
-        ));
-        #[doc = concat!("`", stringify!($name), "`: the weak alias of `", stringify!($pname), "`.")]
-        #[allow(unused_imports)] // Unused in Rust where the module is not re-exported.
-        pub use $pname as $name;
-    };
-}
-pub(crate) use weak_alias;
+pub(crate) use crate::declare::{export, weak_alias};
 
 /// Write `v` through the output pointer `p`, or fail with `MPI_ERR_ARG` naming `what` if it is
 /// null.

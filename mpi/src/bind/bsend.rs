@@ -18,7 +18,7 @@ use crate::bind::p2p::send_tag;
 use crate::error::{err, MpiResult};
 use crate::obj::datatype::Span;
 use crate::obj::request::block_on;
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 use crate::{export, put};
 
 impl Mpi {
@@ -124,16 +124,14 @@ impl Mpi {
 
 export! {
     /// `MPI_Buffer_attach`: the buffer buffered sends copy into.
-    fn MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) {
-        call("MPI_Buffer_attach", On::NoObject, |m| m.attach(buffer, size.into()))
-    }
+    fn MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) on On::NoObject;
+    |m| m.attach(buffer, size.into())
 }
 
 export! {
     /// `MPI_Buffer_attach_c`: `MPI_Buffer_attach` with a large size.
-    fn MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) {
-        call("MPI_Buffer_attach_c", On::NoObject, |m| m.attach(buffer, size))
-    }
+    fn MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) on On::NoObject;
+    |m| m.attach(buffer, size)
 }
 
 /// The body of `MPI_Buffer_detach(_c)`: check the output pointers, detach, write the
@@ -154,26 +152,24 @@ unsafe fn detach_to(m: &Mpi, buffer_addr: *mut c_void, size_null: bool) -> MpiRe
 export! {
     /// `MPI_Buffer_detach`: wait for the buffered sends, detach the buffer; `buffer_addr`
     /// (a `void **`) receives its address.
-    fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) {
-        call("MPI_Buffer_detach", On::NoObject, |m| {
-            // SAFETY: output pointers from the caller.
-            unsafe {
-                let n = detach_to(m, buffer_addr, size.is_null())?;
-                put(size, n as c_int, "size")
-            }
-        })
+    fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) on On::NoObject;
+    |m| {
+        // SAFETY: output pointers from the caller.
+        unsafe {
+            let n = detach_to(m, buffer_addr, size.is_null())?;
+            put(size, n as c_int, "size")
+        }
     }
 }
 
 export! {
     /// `MPI_Buffer_detach_c`: `MPI_Buffer_detach` with a large size.
-    fn MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) {
-        call("MPI_Buffer_detach_c", On::NoObject, |m| {
-            // SAFETY: output pointers from the caller.
-            unsafe {
-                let n = detach_to(m, buffer_addr, size.is_null())?;
-                put(size, n as MPI_Count, "size")
-            }
-        })
+    fn MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) on On::NoObject;
+    |m| {
+        // SAFETY: output pointers from the caller.
+        unsafe {
+            let n = detach_to(m, buffer_addr, size.is_null())?;
+            put(size, n as MPI_Count, "size")
+        }
     }
 }

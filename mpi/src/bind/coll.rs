@@ -23,7 +23,7 @@ use crate::error::{err, MpiErr, MpiResult};
 use crate::obj::comm::CommRef;
 use crate::obj::datatype::TypeInfo;
 use crate::obj::request::{self, After, Req};
-use crate::state::{self, call, multiple, Mpi, On};
+use crate::state::{self, multiple, Mpi, On};
 use crate::{export, put};
 
 use crate::shortcut::{Args, Resolved};
@@ -407,67 +407,45 @@ fn bcast_full(
 
 export! {
     /// `MPI_Barrier`.
-    fn MPI_Barrier / PMPI_Barrier(comm: MPI_Comm) {
-        if let Some(m) = state::direct() {
-            if let Some(id) = m.shortcuts.barrier(comm) {
-                let on = On::Comm(comm);
-                return match state::catching(m, "MPI_Barrier", on, || m.core.barrier(id).map_err(boxed)) {
-                    Ok(Ok(())) => MPI_SUCCESS,
-                    Ok(Err(e)) => engine_error(m, "MPI_Barrier", on, *e),
-                    Err(code) => code,
-                };
-            }
+    fn MPI_Barrier / PMPI_Barrier(comm: MPI_Comm) on On::Comm(comm);
+    direct |m| {
+        if let Some(id) = m.shortcuts.barrier(comm) {
+            let on = On::Comm(comm);
+            return match state::catching(m, "MPI_Barrier", on, || m.core.barrier(id).map_err(boxed)) {
+                Ok(Ok(())) => MPI_SUCCESS,
+                Ok(Err(e)) => engine_error(m, "MPI_Barrier", on, *e),
+                Err(code) => code,
+            };
         }
-        barrier_slow(comm)
     }
-}
-
-/// `MPI_Barrier` off its direct path: the first barrier on a communicator (an
-/// intracommunicator becomes the shortcut), `MPI_THREAD_MULTIPLE`, bad handles.
-#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
-#[inline(never)]
-fn barrier_slow(comm: MPI_Comm) -> c_int {
-    call("MPI_Barrier", On::Comm(comm), |m| barrier(m, comm, Mode::Blocking))
+    // The first barrier on a communicator (an intracommunicator becomes the shortcut),
+    // `MPI_THREAD_MULTIPLE`, bad handles.
+    |m| barrier(m, comm, Mode::Blocking)
 }
 
 export! {
     /// `MPI_Ibarrier`.
-    fn MPI_Ibarrier / PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Ibarrier", On::Comm(comm), |m| barrier(m, comm, Mode::Start(request)))
-    }
+    fn MPI_Ibarrier / PMPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+    |m| barrier(m, comm, Mode::Start(request))
 }
 
 export! {
     /// `MPI_Bcast`.
-    fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) {
-        if let Some(m) = state::direct() {
-            let args = Args { kind: Kind::Bcast, comm, dt: datatype, op: MPI_OP_NULL, count, root, in_place: false };
-            // SAFETY: the application's buffer, valid for the call; `m` is the direct instance.
-            if let Some(code) = unsafe { run_direct::<{ Kind::Bcast as u8 }>(m, "MPI_Bcast", &args, std::ptr::null(), buffer) } {
-                return code;
-            }
+    fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) on On::Comm(comm);
+    direct |m| {
+        let args = Args { kind: Kind::Bcast, comm, dt: datatype, op: MPI_OP_NULL, count, root, in_place: false };
+        // SAFETY: the application's buffer, valid for the call; `m` is the direct instance.
+        if let Some(code) = unsafe { run_direct::<{ Kind::Bcast as u8 }>(m, "MPI_Bcast", &args, std::ptr::null(), buffer) } {
+            return code;
         }
-        bcast_slow(buffer, count, datatype, root, comm)
     }
-}
-
-/// `MPI_Bcast` off its direct path: a call that is not the shortcut's entry (the first of its
-/// arguments makes it the entry), `MPI_THREAD_MULTIPLE`.
-#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
-#[inline(never)]
-fn bcast_slow(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Bcast", On::Comm(comm), |m| bcast(m, buffer, count, datatype, root, comm, Mode::Blocking))
+    // A call that is not the shortcut's entry (the first of its arguments makes it the
+    // entry), `MPI_THREAD_MULTIPLE`.
+    |m| bcast(m, buffer, count, datatype, root, comm, Mode::Blocking)
 }
 
 export! {
     /// `MPI_Ibcast`.
-    fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Ibcast", On::Comm(comm), |m| bcast(m, buffer, count, datatype, root, comm, Mode::Start(request)))
-    }
+    fn MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+    |m| bcast(m, buffer, count, datatype, root, comm, Mode::Start(request))
 }

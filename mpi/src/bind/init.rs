@@ -135,43 +135,40 @@ export! {
 
 export! {
     /// `MPI_Is_thread_main`.
-    fn MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) {
-        call("MPI_Is_thread_main", On::NoObject, |m| {
-            let main = std::thread::current().id() == m.main_thread;
-            // SAFETY: output pointer from the caller.
-            unsafe { put(flag, main as c_int, "flag") }
-        })
+    fn MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) on On::NoObject;
+    |m| {
+        let main = std::thread::current().id() == m.main_thread;
+        // SAFETY: output pointer from the caller.
+        unsafe { put(flag, main as c_int, "flag") }
     }
 }
 
 export! {
     /// `MPI_Abort`: end every process of the job with `errorcode` (weft cannot end only a
     /// communicator's processes).
-    fn MPI_Abort / PMPI_Abort(comm: MPI_Comm, errorcode: c_int) {
-        call("MPI_Abort", On::Comm(comm), |m| {
-            let r = m.core.comm_rank(m.core.world()).unwrap_or(0);
-            let msg = format!("MPI_Abort(errorcode {errorcode}) called by rank {r}");
-            eprintln!("weft MPI: {msg}");
-            m.core.abort(errorcode, &msg)
-        })
+    fn MPI_Abort / PMPI_Abort(comm: MPI_Comm, errorcode: c_int) on On::Comm(comm);
+    |m| {
+        let r = m.core.comm_rank(m.core.world()).unwrap_or(0);
+        let msg = format!("MPI_Abort(errorcode {errorcode}) called by rank {r}");
+        eprintln!("weft MPI: {msg}");
+        m.core.abort(errorcode, &msg)
     }
 }
 
 export! {
     /// `MPI_Get_processor_name`: the host name.
-    fn MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) {
-        call("MPI_Get_processor_name", On::NoObject, |_| {
-            let mut buf = [0u8; 256];
-            // SAFETY: `buf` is writable for its length.
-            let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-            let host = if rc == 0 {
-                CStr::from_bytes_until_nul(&buf).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
-            } else {
-                "localhost".to_string()
-            };
-            // SAFETY: the caller provides MPI_MAX_PROCESSOR_NAME bytes at `name`.
-            unsafe { write_str(name, resultlen, &host, MPI_MAX_PROCESSOR_NAME as usize) }
-        })
+    fn MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) on On::NoObject;
+    |_| {
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is writable for its length.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        let host = if rc == 0 {
+            CStr::from_bytes_until_nul(&buf).map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            "localhost".to_string()
+        };
+        // SAFETY: the caller provides MPI_MAX_PROCESSOR_NAME bytes at `name`.
+        unsafe { write_str(name, resultlen, &host, MPI_MAX_PROCESSOR_NAME as usize) }
     }
 }
 

@@ -91,46 +91,44 @@ impl Mpi {
 
 export! {
     /// `MPI_Improbe`: take a matching message if one has arrived.
-    fn MPI_Improbe / PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) {
-        call("MPI_Improbe", On::Comm(comm), |m| {
-            if flag.is_null() || message.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `flag` or `message` is NULL"));
+    fn MPI_Improbe / PMPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) on On::Comm(comm);
+    |m| {
+        if flag.is_null() || message.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `flag` or `message` is NULL"));
+        }
+        let found = m.improbe(source, tag, comm)?;
+        // SAFETY: non-null output pointers from the caller.
+        unsafe {
+            *flag = found.is_some() as c_int;
+            if let Some((h, st)) = found {
+                *message = h;
+                request::store(status, st);
             }
-            let found = m.improbe(source, tag, comm)?;
-            // SAFETY: non-null output pointers from the caller.
-            unsafe {
-                *flag = found.is_some() as c_int;
-                if let Some((h, st)) = found {
-                    *message = h;
-                    request::store(status, st);
-                }
-            }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 }
 
 export! {
     /// `MPI_Mprobe`: wait for a matching message and take it.
-    fn MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) {
-        call("MPI_Mprobe", On::Comm(comm), |m| {
-            if message.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `message` is NULL"));
+    fn MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) on On::Comm(comm);
+    |m| {
+        if message.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `message` is NULL"));
+        }
+        let mut spins = 0;
+        let (h, st) = loop {
+            if let Some(found) = m.improbe(source, tag, comm)? {
+                break found;
             }
-            let mut spins = 0;
-            let (h, st) = loop {
-                if let Some(found) = m.improbe(source, tag, comm)? {
-                    break found;
-                }
-                request::idle(&mut spins);
-            };
-            // SAFETY: non-null output pointer from the caller; status pointer from the caller.
-            unsafe {
-                *message = h;
-                request::store(status, st);
-            }
-            Ok(())
-        })
+            request::idle(&mut spins);
+        };
+        // SAFETY: non-null output pointer from the caller; status pointer from the caller.
+        unsafe {
+            *message = h;
+            request::store(status, st);
+        }
+        Ok(())
     }
 }
 

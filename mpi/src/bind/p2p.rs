@@ -24,7 +24,7 @@ use crate::obj::datatype::Span;
 use crate::obj::intercomm::remote_status;
 use crate::obj::request::{self, After, Req, Unpack};
 use crate::obj::request::{Mode, Started};
-use crate::state::{self, call, multiple, Mpi, On};
+use crate::state::{self, multiple, Mpi, On};
 
 /// A receive tag as the core takes it: `MPI_ANY_TAG` is the wildcard, other negatives are bad.
 #[inline(always)]
@@ -313,49 +313,24 @@ fn finish_blocking(m: &Mpi, comm: MPI_Comm, id: ReqId, after: After) -> MpiResul
 
 export! {
     /// `MPI_Send`: standard-mode blocking send.
-    fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) {
-        if let Some(m) = state::direct() {
-            if (dest | tag) >= 0 {
-                if let Some((c, p, n)) = m.direct_hit(comm, buf, count.into(), datatype) {
-                    // SAFETY: the application's buffer of `n` bytes (its count and type).
-                    let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
-                    let on = On::Comm(comm);
-                    return match state::catching(m, "MPI_Send", on, || m.core.send(c, s, dest as u32, tag)) {
-                        Ok(Ok(())) => MPI_SUCCESS,
-                        Ok(Err(e)) => engine_error(m, "MPI_Send", on, e),
-                        Err(code) => code,
-                    };
-                }
+    fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) on On::Comm(comm);
+    direct |m| {
+        if (dest | tag) >= 0 {
+            if let Some((c, p, n)) = m.direct_hit(comm, buf, count.into(), datatype) {
+                // SAFETY: the application's buffer of `n` bytes (its count and type).
+                let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
+                let on = On::Comm(comm);
+                return match state::catching(m, "MPI_Send", on, || m.core.send(c, s, dest as u32, tag)) {
+                    Ok(Ok(())) => MPI_SUCCESS,
+                    Ok(Err(e)) => engine_error(m, "MPI_Send", on, e),
+                    Err(code) => code,
+                };
             }
         }
-        // SAFETY: forwarded contract.
-        unsafe { send_slow(buf, count, datatype, dest, tag, comm) }
     }
-}
-
-/// An operations-core error of a direct path, to the error handler; the code to return.
-#[cold]
-#[inline(never)]
-pub(crate) fn engine_error(m: &Mpi, name: &'static str, on: On, e: EngineError) -> c_int {
-    state::raise_cold(m, name, on, e.into())
-}
-
-/// `MPI_Send` when its direct path does not apply at once: the first call on a communicator
-/// and type (which makes them the shortcut), and every call [`send_full`] handles.
-///
-/// # Safety
-/// As `MPI_Send`.
-#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
-#[inline(never)]
-unsafe fn send_slow(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Send", On::Comm(comm), |m| {
+    // Not the shortcut's communicator and type: the first call on them makes them the
+    // shortcut; anything else [`send_full`] handles.
+    |m| {
         if dest >= 0 && tag >= 0 && !multiple() {
             if let Some((c, n)) = m.direct(comm, buf, count.into(), datatype) {
                 // SAFETY: the application's buffer of `n` bytes (its count and type),
@@ -366,7 +341,14 @@ unsafe fn send_slow(
         }
         // SAFETY: forwarded contract.
         unsafe { send_full(m, buf, count, datatype, dest, tag, comm) }
-    })
+    }
+}
+
+/// An operations-core error of a direct path, to the error handler; the code to return.
+#[cold]
+#[inline(never)]
+pub(crate) fn engine_error(m: &Mpi, name: &'static str, on: On, e: EngineError) -> c_int {
+    state::raise_cold(m, name, on, e.into())
 }
 
 /// `MPI_Send` past its direct path: `MPI_PROC_NULL`, a type or communicator the shortcut does
@@ -402,13 +384,15 @@ unsafe fn send_full(
     finish_blocking(m, comm, id, after).map(drop)
 }
 
-/// The body of `MPI_Recv` (`LARGE` false) and `MPI_Recv_c` (`LARGE` true).
+/// The direct path of `MPI_Recv` (`LARGE` false) and `MPI_Recv_c` (`LARGE` true): the code
+/// to return, or `None` when the call is not the shortcut's (the call's body then runs).
 ///
 /// # Safety
-/// As `MPI_Recv`.
+/// As `MPI_Recv`; `m` is the direct instance.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn recv_body<const LARGE: bool>(
+unsafe fn recv_direct<const LARGE: bool>(
+    m: &Mpi,
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
@@ -416,31 +400,28 @@ unsafe fn recv_body<const LARGE: bool>(
     tag: c_int,
     comm: MPI_Comm,
     status: *mut MPI_Status,
-) -> c_int {
+) -> Option<c_int> {
     // A rank or MPI_ANY_SOURCE (the core's wildcard has its value), a tag or MPI_ANY_TAG (the
     // core's wildcard is -1, which is no MPI tag).
     if source >= MPI_ANY_SOURCE && tag >= MPI_ANY_TAG && tag != weft::ANY_TAG {
-        if let Some(m) = state::direct() {
-            if let Some((c, p, n)) = m.direct_hit(comm, buf, count, datatype) {
-                let tag = if tag == MPI_ANY_TAG { weft::ANY_TAG } else { tag };
-                // SAFETY: the application's buffer of `n` bytes (its count and type).
-                let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), n) };
-                let name = recv_name::<LARGE>();
-                return match state::catching(m, name, On::Comm(comm), || m.core.recv(c, s, source, tag)) {
-                    Ok(Ok(st)) => {
-                        // SAFETY: status pointer from the caller.
-                        unsafe { store_received(status, &st) };
-                        MPI_SUCCESS
-                    }
-                    // SAFETY: forwarded contract.
-                    Ok(Err(x)) => unsafe { recv_error(m, name, comm, x, status) },
-                    Err(code) => code,
-                };
-            }
+        if let Some((c, p, n)) = m.direct_hit(comm, buf, count, datatype) {
+            let tag = if tag == MPI_ANY_TAG { weft::ANY_TAG } else { tag };
+            // SAFETY: the application's buffer of `n` bytes (its count and type).
+            let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), n) };
+            let name = recv_name::<LARGE>();
+            return Some(match state::catching(m, name, On::Comm(comm), || m.core.recv(c, s, source, tag)) {
+                Ok(Ok(st)) => {
+                    // SAFETY: status pointer from the caller.
+                    unsafe { store_received(status, &st) };
+                    MPI_SUCCESS
+                }
+                // SAFETY: forwarded contract.
+                Ok(Err(x)) => unsafe { recv_error(m, name, comm, x, status) },
+                Err(code) => code,
+            });
         }
     }
-    // SAFETY: forwarded contract.
-    unsafe { recv_slow::<LARGE>(buf, count, datatype, source, tag, comm, status) }
+    None
 }
 
 /// Write the status of a message received without error through `p`, unless it is
@@ -496,16 +477,14 @@ unsafe fn recv_error(
     }
 }
 
-/// A blocking receive when its direct path does not apply at once: the first call on a
-/// communicator and type (which makes them the shortcut), and every call [`recv_full`]
-/// handles.
+/// The body of a blocking receive past its direct path: the first call on a communicator and
+/// type (which makes them the shortcut), and every call [`recv_full`] handles.
 ///
 /// # Safety
 /// As `MPI_Recv`.
-#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
-#[inline(never)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn recv_slow<const LARGE: bool>(
+unsafe fn recv_call(
+    m: &Mpi,
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
@@ -513,27 +492,25 @@ unsafe fn recv_slow<const LARGE: bool>(
     tag: c_int,
     comm: MPI_Comm,
     status: *mut MPI_Status,
-) -> c_int {
-    call(recv_name::<LARGE>(), On::Comm(comm), |m| {
-        if (source >= 0 || source == MPI_ANY_SOURCE) && (tag >= 0 || tag == MPI_ANY_TAG) && !multiple() {
-            if let Some((c, n)) = m.direct(comm, buf, count, datatype) {
-                // SAFETY: the application's buffer of `n` bytes (its count and type),
-                // non-null when `n > 0`.
-                let s = unsafe { bytes_mut(buf, n) };
-                return match m.core.recv(c, s, source, recv_tag(tag)?) {
-                    Ok(st) => {
-                        // SAFETY: status pointer from the caller.
-                        unsafe { request::store(status, request::status_of(&st, MPI_SUCCESS)) };
-                        Ok(())
-                    }
-                    // SAFETY: forwarded contract.
-                    Err(x) => unsafe { recv_failed(m, x, status) },
-                };
-            }
+) -> MpiResult {
+    if (source >= 0 || source == MPI_ANY_SOURCE) && (tag >= 0 || tag == MPI_ANY_TAG) && !multiple() {
+        if let Some((c, n)) = m.direct(comm, buf, count, datatype) {
+            // SAFETY: the application's buffer of `n` bytes (its count and type),
+            // non-null when `n > 0`.
+            let s = unsafe { bytes_mut(buf, n) };
+            return match m.core.recv(c, s, source, recv_tag(tag)?) {
+                Ok(st) => {
+                    // SAFETY: status pointer from the caller.
+                    unsafe { request::store(status, request::status_of(&st, MPI_SUCCESS)) };
+                    Ok(())
+                }
+                // SAFETY: forwarded contract.
+                Err(x) => unsafe { recv_failed(m, x, status) },
+            };
         }
-        // SAFETY: forwarded contract.
-        unsafe { recv_full(m, buf, count, datatype, source, tag, comm, status) }
-    })
+    }
+    // SAFETY: forwarded contract.
+    unsafe { recv_full(m, buf, count, datatype, source, tag, comm, status) }
 }
 
 /// A blocking receive past its direct path: `MPI_PROC_NULL`, a type or communicator the
@@ -597,18 +574,28 @@ unsafe fn recv_failed(m: &Mpi, x: EngineError, status: *mut MPI_Status) -> MpiRe
 
 export! {
     /// `MPI_Recv`: blocking receive.
-    fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
-        // SAFETY: forwarded contract.
-        unsafe { recv_body::<false>(buf, count.into(), datatype, source, tag, comm, status) }
+    fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) on On::Comm(comm);
+    direct |m| {
+        // SAFETY: forwarded contract; `m` is the direct instance.
+        if let Some(code) = unsafe { recv_direct::<false>(m, buf, count.into(), datatype, source, tag, comm, status) } {
+            return code;
+        }
     }
+    // SAFETY: forwarded contract.
+    |m| unsafe { recv_call(m, buf, count.into(), datatype, source, tag, comm, status) }
 }
 
 export! {
     /// `MPI_Recv_c`: `MPI_Recv` with a large count.
-    fn MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
-        // SAFETY: forwarded contract.
-        unsafe { recv_body::<true>(buf, count, datatype, source, tag, comm, status) }
+    fn MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) on On::Comm(comm);
+    direct |m| {
+        // SAFETY: forwarded contract; `m` is the direct instance.
+        if let Some(code) = unsafe { recv_direct::<true>(m, buf, count, datatype, source, tag, comm, status) } {
+            return code;
+        }
     }
+    // SAFETY: forwarded contract.
+    |m| unsafe { recv_call(m, buf, count, datatype, source, tag, comm, status) }
 }
 
 /// View `n` bytes at `p` (`n > 0` implies `p` is non-null).

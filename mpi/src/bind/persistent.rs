@@ -129,51 +129,47 @@ send_inits! {
 
 export! {
     /// `MPI_Recv_init`: a persistent receive.
-    fn MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Recv_init", On::Comm(comm), |m| {
-            m.persistent(comm, Op::Recv { buf, count: count.into(), dt: datatype, src: source, tag }, request)
-        })
+    fn MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+    |m| {
+        m.persistent(comm, Op::Recv { buf, count: count.into(), dt: datatype, src: source, tag }, request)
     }
 }
 
 export! {
     /// `MPI_Recv_init_c`: a persistent large-count receive.
-    fn MPI_Recv_init_c / PMPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Recv_init_c", On::Comm(comm), |m| {
-            m.persistent(comm, Op::Recv { buf, count, dt: datatype, src: source, tag }, request)
-        })
+    fn MPI_Recv_init_c / PMPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+    |m| {
+        m.persistent(comm, Op::Recv { buf, count, dt: datatype, src: source, tag }, request)
     }
 }
 
 export! {
     /// `MPI_Start`: start an inactive persistent request.
-    fn MPI_Start / PMPI_Start(request: *mut MPI_Request) {
-        call("MPI_Start", On::NoObject, |m| {
-            if request.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
-            }
-            // SAFETY: non-null request pointer from the caller.
-            m.start(unsafe { *request })
-        })
+    fn MPI_Start / PMPI_Start(request: *mut MPI_Request) on On::NoObject;
+    |m| {
+        if request.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `request` is NULL"));
+        }
+        // SAFETY: non-null request pointer from the caller.
+        m.start(unsafe { *request })
     }
 }
 
 export! {
     /// `MPI_Startall`: start each request of the array, in order (an error stops at that
     /// request; the earlier ones are started).
-    fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut MPI_Request) {
-        call("MPI_Startall", On::NoObject, |m| {
-            if count < 0 {
-                return Err(err!(MPI_ERR_COUNT, "invalid count {count}"));
-            }
-            if count > 0 && requests.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `requests` is NULL"));
-            }
-            for i in 0..count as usize {
-                // SAFETY: `requests` holds `count` handles.
-                m.start(unsafe { *requests.add(i) })?;
-            }
-            Ok(())
-        })
+    fn MPI_Startall / PMPI_Startall(count: c_int, requests: *mut MPI_Request) on On::NoObject;
+    |m| {
+        if count < 0 {
+            return Err(err!(MPI_ERR_COUNT, "invalid count {count}"));
+        }
+        if count > 0 && requests.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `requests` is NULL"));
+        }
+        for i in 0..count as usize {
+            // SAFETY: `requests` holds `count` handles.
+            m.start(unsafe { *requests.add(i) })?;
+        }
+        Ok(())
     }
 }

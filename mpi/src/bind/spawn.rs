@@ -73,59 +73,58 @@ export! {
     fn MPI_Comm_spawn / PMPI_Comm_spawn(
         command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, _info: MPI_Info, root: c_int,
         comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int
-    ) {
-        call("MPI_Comm_spawn", On::Comm(comm), |m| {
-            if intercomm.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `intercomm` is NULL"));
-            }
-            let c = m.comm(comm)?;
-            if m.inter_of(comm)?.is_some() {
-                return Err(err!(MPI_ERR_COMM, "MPI_Comm_spawn: an intercommunicator cannot spawn"));
-            }
-            let (me, n) = (m.core.comm_rank(c)?, m.core.comm_size(c)?);
-            if root < 0 || root as u32 >= n {
-                return Err(err!(MPI_ERR_ROOT, "invalid root {root}: the communicator has {n} ranks"));
-            }
-            let errcodes = |k: usize, code: c_int| {
-                if array_of_errcodes as usize != MPI_ERRCODES_IGNORE {
-                    for i in 0..k {
-                        // SAFETY: an array of `maxprocs` ints (the caller's contract); `k` is
-                        // the root's maxprocs or the number of children started.
-                        unsafe { *array_of_errcodes.add(i) = code };
-                    }
+    ) on On::Comm(comm);
+    |m| {
+        if intercomm.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `intercomm` is NULL"));
+        }
+        let c = m.comm(comm)?;
+        if m.inter_of(comm)?.is_some() {
+            return Err(err!(MPI_ERR_COMM, "MPI_Comm_spawn: an intercommunicator cannot spawn"));
+        }
+        let (me, n) = (m.core.comm_rank(c)?, m.core.comm_size(c)?);
+        if root < 0 || root as u32 >= n {
+            return Err(err!(MPI_ERR_ROOT, "invalid root {root}: the communicator has {n} ranks"));
+        }
+        let errcodes = |k: usize, code: c_int| {
+            if array_of_errcodes as usize != MPI_ERRCODES_IGNORE {
+                for i in 0..k {
+                    // SAFETY: an array of `maxprocs` ints (the caller's contract); `k` is
+                    // the root's maxprocs or the number of children started.
+                    unsafe { *array_of_errcodes.add(i) = code };
                 }
-            };
-            // The root's own argument errors still go through the collective, so that the
-            // other members learn them instead of waiting.
-            let req = if me == root as u32 {
-                // SAFETY: the root's arguments, as the standard requires them.
-                Some(unsafe { request(command, argv, maxprocs) })
-            } else {
-                None
-            };
-            let bad_args = match &req {
-                Some(Err(e)) => Some(e.clone()),
-                _ => None,
-            };
-            let outcome = m.core.comm_spawn(c, root as u32, req.as_ref().and_then(|r| r.as_ref().ok()));
-            let sp = match outcome {
-                Ok(sp) => sp,
-                Err(e) => {
-                    let e = bad_args.unwrap_or_else(|| e.into());
-                    if me == root as u32 && maxprocs > 0 {
-                        errcodes(maxprocs as usize, e.class);
-                    }
-                    return Err(e);
-                }
-            };
-            errcodes(sp.children as usize, MPI_SUCCESS);
-            let h = m.new_comm(comm, sp.union);
-            if let Some(o) = m.comms().borrow_mut().get_mut(h) {
-                o.inter = Some(Inter { local_off: 0, local_size: sp.parents, remote_off: sp.parents, remote_size: sp.children });
             }
-            // SAFETY: checked non-null.
-            unsafe { put(intercomm, h, "intercomm") }
-        })
+        };
+        // The root's own argument errors still go through the collective, so that the
+        // other members learn them instead of waiting.
+        let req = if me == root as u32 {
+            // SAFETY: the root's arguments, as the standard requires them.
+            Some(unsafe { request(command, argv, maxprocs) })
+        } else {
+            None
+        };
+        let bad_args = match &req {
+            Some(Err(e)) => Some(e.clone()),
+            _ => None,
+        };
+        let outcome = m.core.comm_spawn(c, root as u32, req.as_ref().and_then(|r| r.as_ref().ok()));
+        let sp = match outcome {
+            Ok(sp) => sp,
+            Err(e) => {
+                let e = bad_args.unwrap_or_else(|| e.into());
+                if me == root as u32 && maxprocs > 0 {
+                    errcodes(maxprocs as usize, e.class);
+                }
+                return Err(e);
+            }
+        };
+        errcodes(sp.children as usize, MPI_SUCCESS);
+        let h = m.new_comm(comm, sp.union);
+        if let Some(o) = m.comms().borrow_mut().get_mut(h) {
+            o.inter = Some(Inter { local_off: 0, local_size: sp.parents, remote_off: sp.parents, remote_size: sp.children });
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(intercomm, h, "intercomm") }
     }
 }
 

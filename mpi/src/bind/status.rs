@@ -17,7 +17,7 @@ use crate::export;
 use crate::obj::datatype::{TypeInfo, Types};
 use crate::obj::request::{count_of, set_count};
 use crate::put;
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 /// Byte sizes of the basic elements of one element of a type, in order, and the type's
 /// stride (its size).
@@ -123,101 +123,92 @@ fn to_int(n: MPI_Count) -> c_int {
 export! {
     /// `MPI_Get_count`: elements of `datatype` in the message, or `MPI_UNDEFINED` if the byte
     /// count is not a whole number of them.
-    fn MPI_Get_count / PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) {
-        call("MPI_Get_count", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller (read only).
-            let n = m.count_in(unsafe { status_ref(status.cast_mut())? }, datatype)?;
-            // SAFETY: output pointer from the caller.
-            unsafe { put(count, to_int(n), "count") }
-        })
+    fn MPI_Get_count / PMPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller (read only).
+        let n = m.count_in(unsafe { status_ref(status.cast_mut())? }, datatype)?;
+        // SAFETY: output pointer from the caller.
+        unsafe { put(count, to_int(n), "count") }
     }
 }
 
 export! {
     /// `MPI_Get_count_c`: `MPI_Get_count` with a large count.
-    fn MPI_Get_count_c / PMPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) {
-        call("MPI_Get_count_c", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller (read only).
-            let n = m.count_in(unsafe { status_ref(status.cast_mut())? }, datatype)?;
-            // SAFETY: output pointer from the caller.
-            unsafe { put(count, n, "count") }
-        })
+    fn MPI_Get_count_c / PMPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller (read only).
+        let n = m.count_in(unsafe { status_ref(status.cast_mut())? }, datatype)?;
+        // SAFETY: output pointer from the caller.
+        unsafe { put(count, n, "count") }
     }
 }
 
 export! {
     /// `MPI_Get_elements`: basic elements of `datatype` in the message.
-    fn MPI_Get_elements / PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) {
-        call("MPI_Get_elements", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller (read only).
-            let n = m.elements_of(unsafe { status_ref(status.cast_mut())? }, datatype)?;
-            // SAFETY: output pointer from the caller.
-            unsafe { put(count, to_int(n), "count") }
-        })
+    fn MPI_Get_elements / PMPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller (read only).
+        let n = m.elements_of(unsafe { status_ref(status.cast_mut())? }, datatype)?;
+        // SAFETY: output pointer from the caller.
+        unsafe { put(count, to_int(n), "count") }
     }
 }
 
 export! {
     /// `MPI_Get_elements_x`: `MPI_Get_elements` with an `MPI_Count` result.
-    fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) {
-        call("MPI_Get_elements_x", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller (read only).
-            let n = m.elements_of(unsafe { status_ref(status.cast_mut())? }, datatype)?;
-            // SAFETY: output pointer from the caller.
-            unsafe { put(count, n, "count") }
-        })
+    fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller (read only).
+        let n = m.elements_of(unsafe { status_ref(status.cast_mut())? }, datatype)?;
+        // SAFETY: output pointer from the caller.
+        unsafe { put(count, n, "count") }
     }
 }
 
 export! {
     /// `MPI_Get_elements_c`: `MPI_Get_elements` with a large count.
-    fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) {
-        call("MPI_Get_elements_c", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller (read only).
-            let n = m.elements_of(unsafe { status_ref(status.cast_mut())? }, datatype)?;
-            // SAFETY: output pointer from the caller.
-            unsafe { put(count, n, "count") }
-        })
+    fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller (read only).
+        let n = m.elements_of(unsafe { status_ref(status.cast_mut())? }, datatype)?;
+        // SAFETY: output pointer from the caller.
+        unsafe { put(count, n, "count") }
     }
 }
 
 export! {
     /// `MPI_Status_set_elements`: make the status hold `count` basic elements of `datatype`.
-    fn MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) {
-        call("MPI_Status_set_elements", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller.
-            m.set_elements(unsafe { status_ref(status)? }, datatype, count.into())
-        })
+    fn MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller.
+        m.set_elements(unsafe { status_ref(status)? }, datatype, count.into())
     }
 }
 
 export! {
     /// `MPI_Status_set_elements_x`: `MPI_Status_set_elements` with an `MPI_Count`.
-    fn MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) {
-        call("MPI_Status_set_elements_x", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller.
-            m.set_elements(unsafe { status_ref(status)? }, datatype, count)
-        })
+    fn MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller.
+        m.set_elements(unsafe { status_ref(status)? }, datatype, count)
     }
 }
 
 export! {
     /// `MPI_Status_set_elements_c`: `MPI_Status_set_elements` with a large count.
-    fn MPI_Status_set_elements_c / PMPI_Status_set_elements_c(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) {
-        call("MPI_Status_set_elements_c", On::NoObject, |m| {
-            // SAFETY: the status pointer from the caller.
-            m.set_elements(unsafe { status_ref(status)? }, datatype, count)
-        })
+    fn MPI_Status_set_elements_c / PMPI_Status_set_elements_c(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) on On::NoObject;
+    |m| {
+        // SAFETY: the status pointer from the caller.
+        m.set_elements(unsafe { status_ref(status)? }, datatype, count)
     }
 }
 
 export! {
     /// `MPI_Status_set_cancelled`: set or clear the status's cancelled flag.
-    fn MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) {
-        call("MPI_Status_set_cancelled", On::NoObject, |_| {
-            // SAFETY: the status pointer from the caller.
-            unsafe { status_ref(status)? }.MPI_internal[2] = (flag != 0) as c_int;
-            Ok(())
-        })
+    fn MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) on On::NoObject;
+    |_| {
+        // SAFETY: the status pointer from the caller.
+        unsafe { status_ref(status)? }.MPI_internal[2] = (flag != 0) as c_int;
+        Ok(())
     }
 }

@@ -492,6 +492,22 @@ fn push_block(out: &mut Vec<(isize, usize)>, off: isize, len: usize) {
     }
 }
 
+/// The process's table of datatypes (see [`Owned`]).
+static TYPES: Owned<RefCell<Types>> = Owned::new();
+
+impl Mpi {
+    /// The table of datatypes.
+    #[inline(always)]
+    pub(crate) fn types(&self) -> &RefCell<Types> {
+        TYPES.get(self)
+    }
+}
+
+/// Make the table of datatypes (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Types) {
+    TYPES.make(RefCell::new(table));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,20 +573,4 @@ mod tests {
         .unwrap();
         assert_eq!(h.extent, 9);
     }
-}
-
-/// The process's table of datatypes (see [`Owned`]).
-static TYPES: Owned<RefCell<Types>> = Owned::new();
-
-impl Mpi {
-    /// The table of datatypes.
-    #[inline(always)]
-    pub(crate) fn types(&self) -> &RefCell<Types> {
-        TYPES.get(self)
-    }
-}
-
-/// Make the table of datatypes (`MPI_Init`, before the instance is installed).
-pub(crate) fn make_table(table: Types) {
-    TYPES.make(RefCell::new(table));
 }

@@ -122,6 +122,22 @@ pub(crate) fn set_op(op: SetOp, a: &Group, b: &Group) -> Group {
     Group { ranks }
 }
 
+/// The process's table of groups (see [`Owned`]).
+static GROUPS: Owned<RefCell<Table<Group>>> = Owned::new();
+
+impl Mpi {
+    /// The table of groups.
+    #[inline(always)]
+    pub(crate) fn groups(&self) -> &RefCell<Table<Group>> {
+        GROUPS.get(self)
+    }
+}
+
+/// Make the table of groups (`MPI_Init`, before the instance is installed).
+pub(crate) fn make_table(table: Table<Group>) {
+    GROUPS.make(RefCell::new(table));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,20 +166,4 @@ mod tests {
             assert_eq!(range_list([[0, 3, 0]].as_ptr(), 1, 8).unwrap_err().class, MPI_ERR_ARG);
         }
     }
-}
-
-/// The process's table of groups (see [`Owned`]).
-static GROUPS: Owned<RefCell<Table<Group>>> = Owned::new();
-
-impl Mpi {
-    /// The table of groups.
-    #[inline(always)]
-    pub(crate) fn groups(&self) -> &RefCell<Table<Group>> {
-        GROUPS.get(self)
-    }
-}
-
-/// Make the table of groups (`MPI_Init`, before the instance is installed).
-pub(crate) fn make_table(table: Table<Group>) {
-    GROUPS.make(RefCell::new(table));
 }

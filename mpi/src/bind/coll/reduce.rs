@@ -18,7 +18,7 @@ use crate::export;
 use crate::obj::op::fast_reduction;
 use crate::obj::request::After;
 use crate::shortcut::{Args, Resolved};
-use crate::state::{self, call, Mpi, On};
+use crate::state::{call, Mpi, On};
 
 /// The shape of a reduction: which collective, and how many elements each rank receives.
 enum Shape {
@@ -197,15 +197,16 @@ fn reduce_full(
     unsafe { launch(m, comm, &mut spec, send, recv, mode) }
 }
 
-/// A blocking reduce or allreduce (`KIND`: `Kind::Reduce` or `Kind::Allreduce` as a `u8`):
-/// below `MPI_THREAD_MULTIPLE` a call that is the shortcut's entry runs it without [`call`];
-/// anything else goes out of line.
+/// The direct path of a blocking reduce or allreduce (`KIND`: `Kind::Reduce` or
+/// `Kind::Allreduce` as a `u8`): below `MPI_THREAD_MULTIPLE` a call that is the shortcut's
+/// entry runs it without [`call`]; the code to return, or `None` for anything else.
 ///
 /// # Safety
-/// As `MPI_Reduce` / `MPI_Allreduce`.
+/// As `MPI_Reduce` / `MPI_Allreduce`; `m` is the direct instance.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn whole_blocking<const KIND: u8>(
+unsafe fn whole_direct_blocking<const KIND: u8>(
+    m: &Mpi,
     count: c_int,
     root: c_int,
     sbuf: *const c_void,
@@ -213,76 +214,60 @@ unsafe fn whole_blocking<const KIND: u8>(
     dt: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
-) -> c_int {
+) -> Option<c_int> {
     let (kind, name) = if KIND == Kind::Allreduce as u8 {
         (Kind::Allreduce, "MPI_Allreduce")
     } else {
         (Kind::Reduce, "MPI_Reduce")
     };
-    if let Some(m) = state::direct() {
-        let place = in_place(sbuf);
-        let args = Args { kind, comm, dt, op, count, root, in_place: place };
-        let send = if place { rbuf.cast_const() } else { sbuf };
-        // SAFETY: the application's buffers, valid for the call; `m` is the direct instance.
-        if let Some(code) = unsafe { run_direct::<KIND>(m, name, &args, send, rbuf) } {
-            return code;
-        }
-    }
-    whole_slow(name, kind, count, root, sbuf, rbuf, dt, op, comm)
-}
-
-/// [`whole_blocking`] off its direct path: a call that is not the shortcut's entry (the first
-/// of its arguments makes it the entry), `MPI_THREAD_MULTIPLE`.
-#[allow(clippy::too_many_arguments)]
-#[cold] // For the direct path's layout (straight-line to the core call); no cost of its own.
-#[inline(never)]
-fn whole_slow(
-    name: &'static str,
-    kind: Kind,
-    count: c_int,
-    root: c_int,
-    sbuf: *const c_void,
-    rbuf: *mut c_void,
-    dt: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    call(name, On::Comm(comm), |m| {
-        reduce(m, Shape::Whole { kind, count, root }, sbuf, rbuf, dt, op, comm, Mode::Blocking)
-    })
+    let place = in_place(sbuf);
+    let args = Args { kind, comm, dt, op, count, root, in_place: place };
+    let send = if place { rbuf.cast_const() } else { sbuf };
+    // SAFETY: the application's buffers, valid for the call; `m` is the direct instance.
+    unsafe { run_direct::<KIND>(m, name, &args, send, rbuf) }
 }
 
 export! {
     /// `MPI_Reduce`.
-    fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) {
-        // SAFETY: forwarded contract.
-        unsafe { whole_blocking::<{ Kind::Reduce as u8 }>(count, root, sendbuf, recvbuf, datatype, op, comm) }
+    fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) on On::Comm(comm);
+    direct |m| {
+        // SAFETY: forwarded contract; `m` is the direct instance.
+        if let Some(code) = unsafe { whole_direct_blocking::<{ Kind::Reduce as u8 }>(m, count, root, sendbuf, recvbuf, datatype, op, comm) } {
+            return code;
+        }
     }
+    // A call that is not the shortcut's entry (the first of its arguments makes it the
+    // entry), `MPI_THREAD_MULTIPLE`.
+    |m| reduce(m, Shape::Whole { kind: Kind::Reduce, count, root }, sendbuf, recvbuf, datatype, op, comm, Mode::Blocking)
 }
 
 export! {
     /// `MPI_Ireduce`.
-    fn MPI_Ireduce / PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Ireduce", On::Comm(comm), |m| {
-            reduce(m, Shape::Whole { kind: Kind::Reduce, count, root }, sendbuf, recvbuf, datatype, op, comm, Mode::Start(request))
-        })
+    fn MPI_Ireduce / PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+    |m| {
+        reduce(m, Shape::Whole { kind: Kind::Reduce, count, root }, sendbuf, recvbuf, datatype, op, comm, Mode::Start(request))
     }
 }
 
 export! {
     /// `MPI_Allreduce`.
-    fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) {
-        // SAFETY: forwarded contract.
-        unsafe { whole_blocking::<{ Kind::Allreduce as u8 }>(count, 0, sendbuf, recvbuf, datatype, op, comm) }
+    fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) on On::Comm(comm);
+    direct |m| {
+        // SAFETY: forwarded contract; `m` is the direct instance.
+        if let Some(code) = unsafe { whole_direct_blocking::<{ Kind::Allreduce as u8 }>(m, count, 0, sendbuf, recvbuf, datatype, op, comm) } {
+            return code;
+        }
     }
+    // A call that is not the shortcut's entry (the first of its arguments makes it the
+    // entry), `MPI_THREAD_MULTIPLE`.
+    |m| reduce(m, Shape::Whole { kind: Kind::Allreduce, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, Mode::Blocking)
 }
 
 export! {
     /// `MPI_Iallreduce`.
-    fn MPI_Iallreduce / PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) {
-        call("MPI_Iallreduce", On::Comm(comm), |m| {
-            reduce(m, Shape::Whole { kind: Kind::Allreduce, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, Mode::Start(request))
-        })
+    fn MPI_Iallreduce / PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+    |m| {
+        reduce(m, Shape::Whole { kind: Kind::Allreduce, count, root: 0 }, sendbuf, recvbuf, datatype, op, comm, Mode::Start(request))
     }
 }
 
@@ -316,36 +301,35 @@ coll_pair! {
 
 export! {
     /// `MPI_Reduce_local`: `inoutbuf = inbuf op inoutbuf`, element by element.
-    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) {
-        call("MPI_Reduce_local", On::NoObject, |m| {
-            let ty = m.typed(datatype, count)?;
-            let r = m.reduction(op, datatype, &ty)?;
-            let n = count as usize;
-            if n == 0 || ty.size == 0 {
-                return Ok(());
-            }
-            if inbuf.is_null() || inoutbuf.is_null() {
-                return Err(err!(MPI_ERR_BUFFER, "MPI_Reduce_local: NULL buffer with {count} elements"));
-            }
-            if ty.dense() {
-                let bytes = n * ty.size;
-                // SAFETY: both buffers hold `count` elements, one run each, and do not overlap
-                // (the standard requires distinct buffers).
-                let (src, dst) = unsafe {
-                    (std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes), std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes))
-                };
-                r.op.apply(r.dtype, src, dst, true);
-                return Ok(());
-            }
-            let (mut src, mut dst) = (Vec::new(), Vec::new());
-            // SAFETY: both buffers hold `count` elements of the type, by the caller's contract.
-            unsafe {
-                crate::obj::datatype::pack(inbuf.cast(), n, &ty, &mut src);
-                crate::obj::datatype::pack(inoutbuf.cast(), n, &ty, &mut dst);
-            }
-            r.op.apply(r.dtype, &src, &mut dst, true);
-            // SAFETY: as above.
-            unsafe { crate::obj::datatype::unpack(&dst, inoutbuf.cast(), n, &ty) }
-        })
+    fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) on On::NoObject;
+    |m| {
+        let ty = m.typed(datatype, count)?;
+        let r = m.reduction(op, datatype, &ty)?;
+        let n = count as usize;
+        if n == 0 || ty.size == 0 {
+            return Ok(());
+        }
+        if inbuf.is_null() || inoutbuf.is_null() {
+            return Err(err!(MPI_ERR_BUFFER, "MPI_Reduce_local: NULL buffer with {count} elements"));
+        }
+        if ty.dense() {
+            let bytes = n * ty.size;
+            // SAFETY: both buffers hold `count` elements, one run each, and do not overlap
+            // (the standard requires distinct buffers).
+            let (src, dst) = unsafe {
+                (std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes), std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes))
+            };
+            r.op.apply(r.dtype, src, dst, true);
+            return Ok(());
+        }
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
+        // SAFETY: both buffers hold `count` elements of the type, by the caller's contract.
+        unsafe {
+            crate::obj::datatype::pack(inbuf.cast(), n, &ty, &mut src);
+            crate::obj::datatype::pack(inoutbuf.cast(), n, &ty, &mut dst);
+        }
+        r.op.apply(r.dtype, &src, &mut dst, true);
+        // SAFETY: as above.
+        unsafe { crate::obj::datatype::unpack(&dst, inoutbuf.cast(), n, &ty) }
     }
 }

@@ -187,62 +187,60 @@ export! {
 
 export! {
     /// `MPI_Probe`.
-    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) {
-        call("MPI_Probe", On::Comm(comm), |m| {
-            if source == MPI_PROC_NULL {
-                // SAFETY: status pointer from the caller.
-                unsafe { request::store(status, request::proc_null_status()) };
-                return Ok(());
-            }
-            let (c, source, inter) = m.source(comm, source)?;
-            let (src, tag) = (recv_source(source)?, recv_tag(tag)?);
-            let s = if multiple() {
-                let mut spins = 0;
-                loop {
-                    if let Some(s) = m.core.iprobe(c, src, tag)? {
-                        break s;
-                    }
-                    request::idle(&mut spins);
-                }
-            } else {
-                m.core.probe(c, src, tag)?
-            };
-            let mut st = request::status_of(&s, MPI_SUCCESS);
-            remote_status(inter, &mut st);
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) on On::Comm(comm);
+    |m| {
+        if source == MPI_PROC_NULL {
             // SAFETY: status pointer from the caller.
-            unsafe { request::store(status, st) };
-            Ok(())
-        })
+            unsafe { request::store(status, request::proc_null_status()) };
+            return Ok(());
+        }
+        let (c, source, inter) = m.source(comm, source)?;
+        let (src, tag) = (recv_source(source)?, recv_tag(tag)?);
+        let s = if multiple() {
+            let mut spins = 0;
+            loop {
+                if let Some(s) = m.core.iprobe(c, src, tag)? {
+                    break s;
+                }
+                request::idle(&mut spins);
+            }
+        } else {
+            m.core.probe(c, src, tag)?
+        };
+        let mut st = request::status_of(&s, MPI_SUCCESS);
+        remote_status(inter, &mut st);
+        // SAFETY: status pointer from the caller.
+        unsafe { request::store(status, st) };
+        Ok(())
     }
 }
 
 export! {
     /// `MPI_Iprobe`.
-    fn MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) {
-        call("MPI_Iprobe", On::Comm(comm), |m| {
-            if flag.is_null() {
-                return Err(err!(MPI_ERR_ARG, "invalid argument: `flag` is NULL"));
-            }
-            if source == MPI_PROC_NULL {
-                // SAFETY: pointers from the caller.
-                unsafe {
-                    *flag = 1;
-                    request::store(status, request::proc_null_status());
-                }
-                return Ok(());
-            }
-            let (c, source, inter) = m.source(comm, source)?;
-            let found = m.core.iprobe(c, recv_source(source)?, recv_tag(tag)?)?;
+    fn MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) on On::Comm(comm);
+    |m| {
+        if flag.is_null() {
+            return Err(err!(MPI_ERR_ARG, "invalid argument: `flag` is NULL"));
+        }
+        if source == MPI_PROC_NULL {
             // SAFETY: pointers from the caller.
             unsafe {
-                *flag = found.is_some() as c_int;
-                if let Some(s) = found {
-                    let mut st = request::status_of(&s, MPI_SUCCESS);
-                    remote_status(inter, &mut st);
-                    request::store(status, st);
-                }
+                *flag = 1;
+                request::store(status, request::proc_null_status());
             }
-            Ok(())
-        })
+            return Ok(());
+        }
+        let (c, source, inter) = m.source(comm, source)?;
+        let found = m.core.iprobe(c, recv_source(source)?, recv_tag(tag)?)?;
+        // SAFETY: pointers from the caller.
+        unsafe {
+            *flag = found.is_some() as c_int;
+            if let Some(s) = found {
+                let mut st = request::status_of(&s, MPI_SUCCESS);
+                remote_status(inter, &mut st);
+                request::store(status, st);
+            }
+        }
+        Ok(())
     }
 }
