@@ -4,16 +4,30 @@
 //! unchanged.
 //!
 //! This crate converts MPI handles, datatypes, statuses and error handlers into operations-core
-//! calls and back; it wires no layers itself. Module map: `abi` (the standard's constants,
-//! generated), `handle` (handle tables), `state` (the instance, thread model, call wrapper),
-//! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
-//! environment queries), `comm` (communicators), `intercomm` (intercommunicators), `group`, `datatype` (type descriptions),
-//! `request` (requests and completion), `completion` (any/some/all), `persistent`, `status`,
-//! `p2p` (point-to-point), `bsend` (buffered sends), `message` (matched probe), `op` (reduction operations),
-//! `coll` (collectives), `attr` (attribute caching), `info`, `topo` (process topologies),
-//! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`), `address`
-//! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `parent` (`MPI_Comm_get_parent`), `unsupported` (the generated stubs of
-//! everything else).
+//! calls and back; it wires no layers itself, and reaches the collectives only through the
+//! operations core (`weft::ops`). Its modules stand in floors; a module imports only from its
+//! own floor or the floors below it:
+//!
+//! 1. `bind/`: the exported functions, one file per chapter of the standard: `p2p` (with
+//!    `p2p/modes`, `p2p/sendrecv`), `bsend`, `persistent`, `message` (matched probe), `request`
+//!    and `completion`, `status`, `coll` (with `coll/*`), `op`, `neighbor`, `comm`,
+//!    `intercomm`, `group`, `datatype` (constructors, queries, packing), `topo`, `attr`,
+//!    `info`, `errhandler`, `init` (init, finalize, environment), `spawn`, `ulfm` (`mpi-ext.h`),
+//!    `abi_query`, `address`, `profiling`, `unsupported` (the generated stubs of everything
+//!    else).
+//! 2. `declare`: [`export!`], one declaration per exported function (its `PMPI_` symbol, its
+//!    weak `MPI_` alias, the call wrapper and an optional lock-free direct path).
+//! 3. `obj/`: one module per MPI object kind, each owning its handle table, its resolver and
+//!    its conversions: `comm` (with the intercommunicator and topology lookups), `intercomm`,
+//!    `topo`, `group`, `datatype`, `op`, `request` (and matched-probe messages, persistent
+//!    requests, the buffered-send pool), `errhandler` (and the error dispatch), `info`, `attr`
+//!    (keyvals and cached attributes).
+//! 4. `state`: the instance (operations core, thread level, error state), the thread model,
+//!    `state::Owned` (how an object module keeps its table) and `call`, the wrapper every
+//!    exported function's body runs in; `shortcut`: the resolved arguments of the direct
+//!    paths.
+//! 5. `handle` (generation-checked handle tables), `error` (classes and messages), `abi` (the
+//!    standard's constants, generated).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body (a strong symbol), and `MPI_x` is
 //! a weak alias at the same address (the name a profiling library defines itself to intercept

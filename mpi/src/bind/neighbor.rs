@@ -1,7 +1,7 @@
 //! Neighborhood collectives (`MPI_Neighbor_*` and `MPI_Ineighbor_*`): point-to-point
-//! messages to and from a topology's neighbors on its hidden communicator (see `topo.rs`), and
-//! [`Parts`], the request of a non-blocking one, which completes when all its sends and
-//! receives have. Neighbors that are `MPI_PROC_NULL` keep their buffer block but move no data.
+//! messages to and from a topology's neighbors on its hidden communicator (see `obj/topo.rs`).
+//! A non-blocking one's request is [`Parts`] (`obj/request.rs`), which completes when all its
+//! sends and receives have. Neighbors that are `MPI_PROC_NULL` keep their buffer block but move no data.
 
 use std::ffi::{c_int, c_void};
 

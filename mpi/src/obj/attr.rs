@@ -1,7 +1,8 @@
 //! Attribute caching: keyvals (with their copy and delete callbacks), the attribute values
 //! attached to communicators and datatypes, the predefined attributes of the communicators
 //! (`MPI_TAG_UB`, `MPI_HOST`, `MPI_IO`, `MPI_WTIME_IS_GLOBAL`, `MPI_APPNUM`,
-//! `MPI_UNIVERSE_SIZE`, weft's `MPIX_FT`), and the attribute functions.
+//! `MPI_UNIVERSE_SIZE`, weft's `MPIX_FT`), and the process's keyval table. The attribute
+//! functions are in `bind/attr.rs`.
 //!
 //! An attribute value is a `void *` the application stores; the predefined ones are pointers
 //! to `int`s that live as long as the process. Communicator attributes sit in `CommObj::attrs`,

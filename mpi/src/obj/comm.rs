@@ -1,7 +1,11 @@
 //! Communicators: the MPI object around an operations-core communicator id (its error
-//! handler, name, attributes, info hints and topology), the predefined `MPI_COMM_WORLD` and
-//! `MPI_COMM_SELF`, and the communicator functions (creation from groups, splits by node,
-//! duplication with attribute copying, freeing with attribute deletion).
+//! handler, name, attributes, info hints, intercommunicator layout and topology), the
+//! predefined `MPI_COMM_WORLD` and `MPI_COMM_SELF`, the process's communicator table, the
+//! resolvers every binding turns an `MPI_Comm` into the communicator with ([`Mpi::comm`],
+//! [`Mpi::comm_ref`], [`Mpi::peer`], [`Mpi::source`]), the intercommunicator and topology
+//! lookups, the parent handle made at init, and what creating, duplicating and freeing a
+//! communicator does to the table (attribute copying and deletion included). The communicator
+//! functions are in `bind/comm.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! Datatypes: what a type is (its description, [`TypeInfo`]), the predefined types of the
 //! standard ABI, the table of types the application builds, and the one rule every
-//! constructor goes through ([`compose`]). Constructors and queries live in `typecons` and
-//! `query`, packing in `pack`.
+//! constructor goes through ([`compose`]), and the process's type table. Constructors live in
+//! `typecons`, packing in `pack`; the datatype functions in `bind/datatype/`.
 //!
 //! A type is its size (bytes of data per element), its bounds (`lb`, `extent`, and the true
 //! ones, which ignore `MPI_Type_create_resized` markers) and its layout: the byte blocks of one

@@ -1,7 +1,8 @@
 //! Error handlers: the predefined ones (`MPI_ERRORS_ARE_FATAL`, the default;
 //! `MPI_ERRORS_ABORT`; `MPI_ERRORS_RETURN`), the ones an application creates with
 //! `MPI_Comm_create_errhandler`, and the dispatch that hands a failed call's error to the
-//! handler of the object it concerns, and the error handler functions.
+//! handler of the object it concerns (registered with the instance at init). The error
+//! handler functions are in `bind/errhandler.rs`.
 
 use std::ffi::c_int;
 

@@ -1,6 +1,6 @@
-//! Groups: ordered sets of processes, named by world rank, and the group functions
-//! (`MPI_Comm_group`, set operations, rank translation, comparison). `MPI_GROUP_EMPTY` is the
-//! predefined empty group; created groups live in `Mpi::groups`.
+//! Groups: ordered sets of processes, named by world rank, the set operations and rank
+//! translation on them, and the process's group table. `MPI_GROUP_EMPTY` is the predefined
+//! empty group; created groups live in the table. The group functions are in `bind/group.rs`.
 
 use std::ffi::c_int;
 

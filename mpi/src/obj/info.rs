@@ -1,4 +1,4 @@
-//! Info objects: ordered (key, value) string pairs, the info functions, and the predefined
+//! Info objects: ordered (key, value) string pairs, the process's info table, and the predefined
 //! `MPI_INFO_ENV` (how this process was started). Keys are at most `MPI_MAX_INFO_KEY - 1`
 //! bytes and values at most `MPI_MAX_INFO_VAL - 1` bytes; longer ones are
 //! `MPI_ERR_INFO_KEY` / `MPI_ERR_INFO_VALUE`.

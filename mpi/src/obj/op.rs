@@ -1,6 +1,6 @@
 //! Reduction operations: the predefined `MPI_Op`s, the ones an application creates with
 //! `MPI_Op_create`, and how a (operation, datatype) pair becomes the collectives engine's
-//! (operation, element type, element count).
+//! (operation, element type, element count); the process's table of created operations.
 
 use std::ffi::c_int;
 

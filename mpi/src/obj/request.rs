@@ -1,7 +1,9 @@
 //! Requests: what an `MPI_Request` names (an operation running in the core, one that
 //! completed when it started, or a persistent request), how it completes (status, unpacking of
-//! a strided receive), and the single-request functions: wait, test, waitall, free, get_status,
-//! cancel, test_cancelled. The any/some/all variants are in `completion.rs`.
+//! a strided receive), the process's request table and what lives beside requests (orphans,
+//! matched-probe messages, the buffered-send pool), persistent requests, and the parts of a
+//! neighborhood collective's request. The request functions are in `bind/request.rs` and
+//! `bind/completion.rs`.
 //!
 //! Completion goes through [`complete`]: it asks the core once (test) or until done (wait),
 //! turns the outcome into an `MPI_Status` and frees the request unless it is persistent (a

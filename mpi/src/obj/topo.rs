@@ -1,6 +1,7 @@
-//! Process topologies: Cartesian grids and distributed graphs attached to a communicator,
-//! their constructors and queries (`MPI_Dims_create`, `MPI_Cart_*`, `MPI_Dist_graph_*`,
-//! `MPI_Topo_test`), and each topology's neighbor lists for the neighborhood collectives.
+//! Process topologies: Cartesian grids and distributed graphs attached to a communicator, the
+//! arithmetic of their constructors and queries, and each topology's neighbor lists for the
+//! neighborhood collectives. The topology functions are in `bind/topo.rs`; a communicator's
+//! topology is looked up through `obj/comm.rs`.
 //!
 //! Every topology holds a hidden duplicate of its communicator, made when the topology is
 //! created: the neighborhood collectives run on it, so their messages never match the

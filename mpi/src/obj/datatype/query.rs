@@ -1,7 +1,6 @@
-//! Questions about types and addresses: `MPI_Type_size` (`_x`, `_c`), `MPI_Type_get_extent`
-//! and `MPI_Type_get_true_extent` (`_x`, `_c`), `MPI_Type_get_envelope`,
-//! `MPI_Type_get_contents`, `MPI_Type_set_name` / `get_name`, `MPI_Type_match_size`, and the
-//! address helper `MPI_Get_address` (the arithmetic on addresses is `address.rs`).
+//! The resolver of a datatype handle for the type queries: the description a handle names, or
+//! the error saying why none. The query functions (`MPI_Type_size`, `MPI_Type_get_extent`,
+//! envelopes, contents, names, ...) are in `bind/datatype/query.rs`.
 
 use std::sync::Arc;
 

@@ -1,9 +1,9 @@
-//! Type constructors: `MPI_Type_contiguous`, `vector`, `create_hvector`, `indexed`,
-//! `create_hindexed`, `create_indexed_block`, `create_hindexed_block`, `create_struct`,
-//! `create_resized`, `dup`, `create_subarray`, and `MPI_Type_commit` / `MPI_Type_free`.
+//! Type constructors as pure functions: `contiguous`, `vector`, `hvector`, `indexed`,
+//! `hindexed`, the block forms, `struct`, `resized`, `dup`, `subarray`, each from its
+//! arguments and the old types' descriptions to a new [`TypeInfo`] (through [`compose`]), and
+//! the table operations they end in (a new type's handle, commit, free).
 //!
-//! Each constructor is a pure function from its arguments and the old types' descriptions to
-//! a new [`TypeInfo`] (through [`compose`]), and an exported function that checks the C
+//! The exported functions (`bind/datatype/typecons.rs`) check the C
 //! arguments, looks the old types up and stores the result. Negative counts are
 //! `MPI_ERR_COUNT`, negative block lengths and bad subarray shapes `MPI_ERR_ARG`, NULL arrays
 //! `MPI_ERR_ARG`, bad type handles `MPI_ERR_TYPE`.
