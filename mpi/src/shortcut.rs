@@ -23,6 +23,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
 
 use weft::ops::CommId;
 use weft::ops::{DType, Kind, Op, Spec};
@@ -212,6 +213,34 @@ impl Shortcuts {
     pub(crate) fn peer(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
         let p = self.p2p.get();
         (p.comm == comm && p.dt == dt).then_some((p.id, p.size))
+    }
+
+    /// What a point-to-point call's lock-free path needs, from the entry only (no lookup on a
+    /// miss): if `comm` and `dt` are the entry and `count` is not negative, the core
+    /// communicator, the buffer (dangling but non-null when it is NULL and no byte moves) and
+    /// the byte count. The one place the direct paths turn a C buffer, count and type into
+    /// bytes.
+    #[inline(always)]
+    pub(crate) fn hit(
+        &self,
+        comm: MPI_Comm,
+        buf: *const c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+    ) -> Option<(CommId, NonNull<u8>, usize)> {
+        let (id, size) = self.peer(comm, dt)?;
+        if count < 0 {
+            return None;
+        }
+        // Signed: one multiply with an overflow flag; the entry's size is at most `i64::MAX`
+        // (`Mpi::resolve_direct` keeps no larger one), so a product that fits is the byte count.
+        let n = count.checked_mul(size as i64)? as usize;
+        let p = match NonNull::new(buf as *mut u8) {
+            Some(p) => p,
+            None if n == 0 => NonNull::dangling(),
+            None => return None,
+        };
+        Some((id, p, n))
     }
 
     /// Remember that `comm` (an intracommunicator) is core communicator `id` and `dt` (dense and

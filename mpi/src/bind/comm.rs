@@ -2,7 +2,6 @@
 
 use crate::abi::*;
 use crate::error::{err, MpiResult};
-use crate::obj::comm::*;
 use crate::state::On;
 use crate::{export, put};
 use std::ffi::{c_char, c_int};
@@ -70,7 +69,7 @@ export! {
         if newcomm.is_null() || request.is_null() {
             return Err(err!(MPI_ERR_ARG, "invalid argument: `newcomm` or `request` is NULL"));
         }
-        let info = m.comms().borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
+        let info = m.comms().borrow().resolve(comm)?.info.clone();
         let r = m.idup_comm(comm, info, newcomm)?;
         // SAFETY: checked non-null above.
         unsafe { put(request, r, "request") }
@@ -97,7 +96,7 @@ export! {
     |m| {
         let i = m.info(info)?;
         let mut comms = m.comms().borrow_mut();
-        comms.get_mut(comm).ok_or_else(|| invalid(comm))?.info = i;
+        comms.resolve_mut(comm)?.info = i;
         Ok(())
     }
 }
@@ -109,7 +108,7 @@ export! {
         if info.is_null() {
             return Err(err!(MPI_ERR_ARG, "invalid argument: `info_used` is NULL"));
         }
-        let i = m.comms().borrow().get(comm).ok_or_else(|| invalid(comm))?.info.clone();
+        let i = m.comms().borrow().resolve(comm)?.info.clone();
         let h = m.new_info(i);
         // SAFETY: checked non-null above.
         unsafe { put(info, h, "info_used") }
@@ -260,7 +259,7 @@ export! {
         // SAFETY: NUL-terminated string from the caller, checked for null.
         let s = unsafe { crate::bind::init::c_str(name, "comm_name")? };
         let mut comms = m.comms().borrow_mut();
-        let c = comms.get_mut(comm).ok_or_else(|| invalid(comm))?;
+        let c = comms.resolve_mut(comm)?;
         c.name = s.chars().take(MPI_MAX_OBJECT_NAME as usize - 1).collect();
         Ok(())
     }
@@ -271,7 +270,7 @@ export! {
     fn MPI_Comm_get_name / PMPI_Comm_get_name(comm: MPI_Comm, name: *mut c_char, len: *mut c_int) on On::Comm(comm);
     |m| {
         let comms = m.comms().borrow();
-        let c = comms.get(comm).ok_or_else(|| invalid(comm))?;
+        let c = comms.resolve(comm)?;
         let s = match (comm, c.name.is_empty()) {
             (MPI_COMM_WORLD, true) => "MPI_COMM_WORLD",
             (MPI_COMM_SELF, true) => "MPI_COMM_SELF",

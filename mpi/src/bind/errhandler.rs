@@ -29,7 +29,7 @@ export! {
             return Err(err!(MPI_ERR_ARG, "invalid error handler {errhandler:#x}"));
         }
         let mut comms = m.comms().borrow_mut();
-        comms.get_mut(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?.errhandler = errhandler;
+        comms.resolve_mut(comm)?.errhandler = errhandler;
         Ok(())
     }
 }
@@ -38,7 +38,7 @@ export! {
     /// `MPI_Comm_get_errhandler`.
     fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) on On::Comm(comm);
     |m| {
-        let h = m.comms().borrow().get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?.errhandler;
+        let h = m.comms().borrow().resolve(comm)?.errhandler;
         // SAFETY: output pointer from the caller.
         unsafe { put(errhandler, h, "errhandler") }
     }

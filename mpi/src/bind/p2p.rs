@@ -7,7 +7,6 @@
 //! core's wildcard.
 
 use std::ffi::{c_int, c_void};
-use std::ptr::NonNull;
 
 use weft::ops::{CommId, ReqId};
 use weft::EngineError;
@@ -99,38 +98,12 @@ impl Mpi {
         Some((id, n))
     }
 
-    /// [`Mpi::direct`] on a shortcut hit only (no lookup on a miss), as a call's lock-free
-    /// path takes it: the core communicator, the buffer (dangling but non-null when it is NULL
-    /// and no byte moves) and the byte count.
-    #[inline(always)]
-    fn direct_hit(
-        &self,
-        comm: MPI_Comm,
-        buf: *const c_void,
-        count: MPI_Count,
-        dt: MPI_Datatype,
-    ) -> Option<(CommId, NonNull<u8>, usize)> {
-        let (id, size) = self.shortcuts.peer(comm, dt)?;
-        if count < 0 {
-            return None;
-        }
-        // Signed: one multiply with an overflow flag; the entry's size is at most `i64::MAX`
-        // (`resolve_direct`), so a product that fits is the byte count.
-        let n = count.checked_mul(size as i64)? as usize;
-        let p = match NonNull::new(buf as *mut u8) {
-            Some(p) => p,
-            None if n == 0 => NonNull::dangling(),
-            None => return None,
-        };
-        Some((id, p, n))
-    }
-
     /// [`Mpi::direct`] without a shortcut: the core communicator of intracommunicator `comm`
     /// and the size of dense committed type `dt`, which become the shortcut.
     #[cold]
     fn resolve_direct(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
         let (size, _) = self.types().borrow().dense(dt)?;
-        // `direct_hit` multiplies the size as an `i64`.
+        // `Shortcuts::hit` multiplies the size as an `i64`.
         i64::try_from(size).ok()?;
         let comms = self.comms().borrow();
         let c = comms.get(comm).filter(|c| c.inter.is_none())?;
@@ -316,7 +289,7 @@ export! {
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) on On::Comm(comm);
     direct |m| {
         if (dest | tag) >= 0 {
-            if let Some((c, p, n)) = m.direct_hit(comm, buf, count.into(), datatype) {
+            if let Some((c, p, n)) = m.shortcuts.hit(comm, buf, count.into(), datatype) {
                 // SAFETY: the application's buffer of `n` bytes (its count and type).
                 let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
                 let on = On::Comm(comm);
@@ -404,7 +377,7 @@ unsafe fn recv_direct<const LARGE: bool>(
     // A rank or MPI_ANY_SOURCE (the core's wildcard has its value), a tag or MPI_ANY_TAG (the
     // core's wildcard is -1, which is no MPI tag).
     if source >= MPI_ANY_SOURCE && tag >= MPI_ANY_TAG && tag != weft::ANY_TAG {
-        if let Some((c, p, n)) = m.direct_hit(comm, buf, count, datatype) {
+        if let Some((c, p, n)) = m.shortcuts.hit(comm, buf, count, datatype) {
             let tag = if tag == MPI_ANY_TAG { weft::ANY_TAG } else { tag };
             // SAFETY: the application's buffer of `n` bytes (its count and type).
             let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), n) };

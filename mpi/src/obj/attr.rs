@@ -197,20 +197,14 @@ impl Mpi {
 
     /// Attributes communicator `old` passes to its duplicate (`MPI_Comm_dup`, `idup`).
     pub(crate) fn copy_comm_attrs(&self, old: MPI_Comm) -> MpiResult<HashMap<c_int, usize>> {
-        let attrs: Vec<_> = match self.comms().borrow().get(old) {
-            Some(c) => c.attrs.iter().map(|(&k, &v)| (k, v)).collect(),
-            None => return Err(crate::obj::comm::invalid(old)),
-        };
+        let attrs: Vec<_> = self.comms().borrow().resolve(old)?.attrs.iter().map(|(&k, &v)| (k, v)).collect();
         self.copy_attrs(old, attrs)
     }
 
     /// Delete every attribute of communicator `h` (before it is freed), running the delete
     /// callbacks; the first callback error is returned after all ran.
     pub(crate) fn delete_comm_attrs(&self, h: MPI_Comm) -> MpiResult {
-        let attrs: Vec<_> = match self.comms().borrow_mut().get_mut(h) {
-            Some(c) => c.attrs.drain().collect(),
-            None => return Err(crate::obj::comm::invalid(h)),
-        };
+        let attrs: Vec<_> = self.comms().borrow_mut().resolve_mut(h)?.attrs.drain().collect();
         self.delete_all(h, attrs)
     }
 
@@ -246,7 +240,7 @@ impl Mpi {
         match object {
             Object::Comm => {
                 let mut comms = self.comms().borrow_mut();
-                let c = comms.get_mut(h).ok_or_else(|| crate::obj::comm::invalid(h))?;
+                let c = comms.resolve_mut(h)?;
                 Ok(f(&mut c.attrs))
             }
             Object::Type => {

@@ -89,13 +89,30 @@ impl Comms {
         }
     }
 
+    /// The communicator `h` names, or `MPI_ERR_COMM` saying why not: the one resolver of a
+    /// communicator handle, which every binding's lookup goes through (the direct paths'
+    /// shortcuts aside: they hold what this resolved).
+    #[inline]
+    pub(crate) fn resolve(&self, h: MPI_Comm) -> MpiResult<&CommObj> {
+        match self.get(h) {
+            Some(c) => Ok(c),
+            None => Err(invalid(h)),
+        }
+    }
+
+    /// [`Comms::resolve`], mutably.
+    #[inline]
+    pub(crate) fn resolve_mut(&mut self, h: MPI_Comm) -> MpiResult<&mut CommObj> {
+        match self.get_mut(h) {
+            Some(c) => Ok(c),
+            None => Err(invalid(h)),
+        }
+    }
+
     /// The core id of `h`, or `MPI_ERR_COMM` saying why not.
     #[inline]
     pub(crate) fn id(&self, h: MPI_Comm) -> MpiResult<CommId> {
-        match self.get(h) {
-            Some(c) => Ok(c.id),
-            None => Err(invalid(h)),
-        }
+        self.resolve(h).map(|c| c.id)
     }
 
     pub(crate) fn insert(&mut self, c: CommObj) -> MPI_Comm {
@@ -131,7 +148,7 @@ impl Mpi {
     #[inline(always)]
     pub(crate) fn comm_ref(&self, h: MPI_Comm) -> MpiResult<CommRef> {
         let comms = self.comms().borrow();
-        let c = comms.get(h).ok_or_else(|| invalid(h))?;
+        let c = comms.resolve(h)?;
         let (rank, size) = match c.shape.get() {
             Some(s) => s,
             None => {
@@ -167,7 +184,7 @@ impl Mpi {
     fn dup_parts(&self, comm: MPI_Comm, info: Info) -> MpiResult<DupParts> {
         let (inter, shape) = {
             let comms = self.comms().borrow();
-            let c = comms.get(comm).ok_or_else(|| invalid(comm))?;
+            let c = comms.resolve(comm)?;
             (c.inter, c.topo.as_ref().map(|t| t.shape.clone()))
         };
         let attrs = self.copy_comm_attrs(comm)?;
@@ -185,7 +202,7 @@ impl Mpi {
     ) -> MpiResult<MPI_Comm> {
         let h = self.new_comm(comm, id);
         let mut comms = self.comms().borrow_mut();
-        let c = comms.get_mut(h).ok_or_else(|| invalid(h))?;
+        let c = comms.resolve_mut(h)?;
         c.attrs = parts.attrs;
         c.info = parts.info;
         c.inter = parts.inter;
@@ -289,7 +306,7 @@ impl Mpi {
     #[inline]
     pub(crate) fn source(&self, h: MPI_Comm, rank: c_int) -> MpiResult<(CommId, c_int, Option<Inter>)> {
         let comms = self.comms().borrow();
-        let c = comms.get(h).ok_or_else(|| invalid(h))?;
+        let c = comms.resolve(h)?;
         match c.inter {
             Some(i) if rank >= 0 => Ok((c.id, i.union_rank(rank)?, c.inter)),
             _ => Ok((c.id, rank, c.inter)),
@@ -307,7 +324,7 @@ impl Mpi {
 
     /// The intercommunicator layout of `h`, if it is one.
     pub(crate) fn inter_of(&self, h: MPI_Comm) -> MpiResult<Option<Inter>> {
-        Ok(self.comms().borrow().get(h).ok_or_else(|| invalid(h))?.inter)
+        Ok(self.comms().borrow().resolve(h)?.inter)
     }
 }
 
@@ -358,7 +375,7 @@ impl Mpi {
     /// The topology of `comm` (`MPI_ERR_TOPOLOGY` if it has none).
     pub(crate) fn topology(&self, comm: MPI_Comm) -> MpiResult<Rc<Topology>> {
         let comms = self.comms().borrow();
-        let c = comms.get(comm).ok_or_else(|| crate::obj::comm::invalid(comm))?;
+        let c = comms.resolve(comm)?;
         c.topo.clone().ok_or_else(|| err!(MPI_ERR_TOPOLOGY, "communicator {comm:#x} has no topology"))
     }
 
