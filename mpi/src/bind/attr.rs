@@ -5,7 +5,7 @@ use std::ffi::{c_int, c_void};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::obj::attr::*;
-use crate::state::{call, On};
+use crate::state::On;
 use crate::{export, put};
 
 /// Write `value` (if any) through `attr` (a `void **`) and the flag.
@@ -33,44 +33,39 @@ macro_rules! attr_functions {
         export! {
             /// Create a keyval (`MPI_*_create_keyval`) with copy and delete callbacks (or the
             /// predefined `NULL_COPY`/`DUP`/`NULL_DELETE` values) and extra state.
-            fn $create / $pcreate(copy_fn: usize, delete_fn: usize, keyval: *mut c_int, extra_state: *mut c_void) {
-                call(stringify!($create), On::NoObject, |m| {
-                    if keyval.is_null() {
-                        return Err(err!(MPI_ERR_ARG, "invalid argument: `keyval` is NULL"));
-                    }
-                    let k = m.create_keyval($object, copy_fn, delete_fn, extra_state);
-                    // SAFETY: checked non-null.
-                    unsafe { put(keyval, k, "keyval") }
-                })
+            fn $create / $pcreate(copy_fn: usize, delete_fn: usize, keyval: *mut c_int, extra_state: *mut c_void) on On::NoObject;
+            |m| {
+                if keyval.is_null() {
+                    return Err(err!(MPI_ERR_ARG, "invalid argument: `keyval` is NULL"));
+                }
+                let k = m.create_keyval($object, copy_fn, delete_fn, extra_state);
+                // SAFETY: checked non-null.
+                unsafe { put(keyval, k, "keyval") }
             }
         }
         export! {
             /// Free a keyval (`MPI_*_free_keyval`); sets it to `MPI_KEYVAL_INVALID`.
-            fn $free / $pfree(keyval: *mut c_int) {
-                call(stringify!($free), On::NoObject, |m| m.free_keyval($object, keyval))
-            }
+            fn $free / $pfree(keyval: *mut c_int) on On::NoObject;
+            |m| m.free_keyval($object, keyval)
         }
         export! {
             /// Attach a value (`MPI_*_set_attr`); an earlier value's delete callback runs first.
-            fn $set / $pset(h: usize, keyval: c_int, value: *mut c_void) {
-                call(stringify!($set), $on(h), |m| m.set_attr($object, h, keyval, value as usize))
-            }
+            fn $set / $pset(h: usize, keyval: c_int, value: *mut c_void) on $on(h);
+            |m| m.set_attr($object, h, keyval, value as usize)
         }
         export! {
             /// Read a value (`MPI_*_get_attr`): `*(void **)attribute_val` and `flag`.
-            fn $get / $pget(h: usize, keyval: c_int, value: *mut c_void, flag: *mut c_int) {
-                call(stringify!($get), $on(h), |m| {
-                    let v = m.get_attr($object, h, keyval)?;
-                    // SAFETY: output pointers from the caller.
-                    unsafe { give(v, value, flag) }
-                })
+            fn $get / $pget(h: usize, keyval: c_int, value: *mut c_void, flag: *mut c_int) on $on(h);
+            |m| {
+                let v = m.get_attr($object, h, keyval)?;
+                // SAFETY: output pointers from the caller.
+                unsafe { give(v, value, flag) }
             }
         }
         export! {
             /// Remove a value (`MPI_*_delete_attr`), running its delete callback.
-            fn $del / $pdel(h: usize, keyval: c_int) {
-                call(stringify!($del), $on(h), |m| m.delete_attr($object, h, keyval))
-            }
+            fn $del / $pdel(h: usize, keyval: c_int) on $on(h);
+            |m| m.delete_attr($object, h, keyval)
         }
     };
 }

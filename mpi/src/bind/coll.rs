@@ -36,20 +36,18 @@ macro_rules! coll_pair {
      ($($a:ident : $t:ty),*), $comm:ident, |$mm:ident, $mode:ident| $body:expr) => {
         export! {
             $(#[$m])*
-            fn $name / $pname($($a: $t),*) {
-                call(stringify!($name), On::Comm($comm), |$mm| {
-                    let $mode = Mode::Blocking;
-                    $body
-                })
+            fn $name / $pname($($a: $t),*) on On::Comm($comm);
+            |$mm| {
+                let $mode = Mode::Blocking;
+                $body
             }
         }
         export! {
             $(#[$m])*
-            fn $iname / $ipname($($a: $t),*, request: *mut MPI_Request) {
-                call(stringify!($iname), On::Comm($comm), |$mm| {
-                    let $mode = Mode::Start(request);
-                    $body
-                })
+            fn $iname / $ipname($($a: $t),*, request: *mut MPI_Request) on On::Comm($comm);
+            |$mm| {
+                let $mode = Mode::Start(request);
+                $body
             }
         }
     };

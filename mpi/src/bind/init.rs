@@ -127,10 +127,9 @@ export! {
 
 export! {
     /// `MPI_Query_thread`.
-    fn MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) {
-        // SAFETY: output pointer from the caller.
-        call("MPI_Query_thread", On::NoObject, |m| unsafe { put(provided, m.level, "provided") })
-    }
+    fn MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) on On::NoObject;
+    // SAFETY: output pointer from the caller.
+    |m| unsafe { put(provided, m.level, "provided") }
 }
 
 export! {

@@ -13,7 +13,7 @@ use crate::export;
 use crate::obj::request::Parts;
 use crate::obj::request::{block_on, finish, After, Req};
 use crate::obj::topo::{ints, Peer};
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 /// One message of a neighborhood collective: the neighbor, the buffer block, its count and
 /// type.
@@ -256,21 +256,19 @@ macro_rules! neighbor_pair {
      ($($a:ident : $t:ty),*) |$mm:ident, $req:ident, $c:ident| $body:expr) => {
         export! {
             $(#[$m])*
-            fn $name / $pname($($a: $t),*) {
-                call(stringify!($name), On::Comm($c), |$mm| {
-                    let $req: Option<*mut MPI_Request> = None;
-                    $body
-                })
+            fn $name / $pname($($a: $t),*) on On::Comm($c);
+            |$mm| {
+                let $req: Option<*mut MPI_Request> = None;
+                $body
             }
         }
         export! {
             $(#[$m])*
             /// Non-blocking: the request completes when every send and receive has.
-            fn $iname / $ipname($($a: $t),*, request: *mut MPI_Request) {
-                call(stringify!($iname), On::Comm($c), |$mm| {
-                    let $req = Some(request);
-                    $body
-                })
+            fn $iname / $ipname($($a: $t),*, request: *mut MPI_Request) on On::Comm($c);
+            |$mm| {
+                let $req = Some(request);
+                $body
             }
         }
     };

@@ -15,7 +15,7 @@ use crate::error::{err, MpiResult};
 use crate::export;
 use crate::obj::request::Req;
 use crate::obj::request::{Active, Mode, Persistent, PersistentOp as Op, Started};
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 impl Mpi {
     /// Start the persistent request `h`; `MPI_ERR_REQUEST` if it is not an inactive
@@ -103,18 +103,16 @@ macro_rules! send_inits {
     ($($mode:expr, $doc:literal: $f:ident / $pf:ident, $fc:ident / $pfc:ident;)*) => {$(
         export! {
             #[doc = concat!("`", stringify!($f), "`: a persistent ", $doc)]
-            fn $f / $pf(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-                call(stringify!($f), On::Comm(comm), |m| {
-                    m.persistent(comm, Op::Send { mode: $mode, buf, count: count.into(), dt: datatype, dest, tag }, request)
-                })
+            fn $f / $pf(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+            |m| {
+                m.persistent(comm, Op::Send { mode: $mode, buf, count: count.into(), dt: datatype, dest, tag }, request)
             }
         }
         export! {
             #[doc = concat!("`", stringify!($fc), "`: a persistent large-count ", $doc)]
-            fn $fc / $pfc(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) {
-                call(stringify!($fc), On::Comm(comm), |m| {
-                    m.persistent(comm, Op::Send { mode: $mode, buf, count, dt: datatype, dest, tag }, request)
-                })
+            fn $fc / $pfc(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) on On::Comm(comm);
+            |m| {
+                m.persistent(comm, Op::Send { mode: $mode, buf, count, dt: datatype, dest, tag }, request)
             }
         }
     )*};

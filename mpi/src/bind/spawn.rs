@@ -20,7 +20,7 @@ use crate::abi::*;
 use crate::bind::init::c_str;
 use crate::error::{err, MpiResult};
 use crate::obj::intercomm::Inter;
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 use crate::{export, put};
 
 impl Mpi {
@@ -131,8 +131,7 @@ export! {
 export! {
     /// `MPI_Comm_get_parent`: the intercommunicator to the processes that spawned this one,
     /// or `MPI_COMM_NULL` (not spawned, or the handle was freed).
-    fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut MPI_Comm) {
-        // SAFETY: output pointer from the caller (`put` checks it for NULL).
-        call("MPI_Comm_get_parent", On::NoObject, |m| unsafe { put(parent, m.parent_handle(), "parent") })
-    }
+    fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut MPI_Comm) on On::NoObject;
+    // SAFETY: output pointer from the caller (`put` checks it for NULL).
+    |m| unsafe { put(parent, m.parent_handle(), "parent") }
 }

@@ -15,7 +15,7 @@ use crate::abi::*;
 use crate::error::MpiResult;
 use crate::export;
 use crate::obj::datatype::{array, TypeInfo};
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 /// Run an all-to-all whose send side is `send` (`None`: in place) and receive side `recv`.
 /// `uniform` calls (alltoall) use the engine's alltoall, the others its alltoallv.

@@ -11,7 +11,7 @@ use super::{counts_at, displs_at, in_place, launch, mismatch, root_in, Mode};
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 /// The receive counts and displacements of a v-variant.
 #[derive(Clone, Copy)]

@@ -18,7 +18,7 @@ use crate::export;
 use crate::obj::op::fast_reduction;
 use crate::obj::request::After;
 use crate::shortcut::{Args, Resolved};
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 /// The shape of a reduction: which collective, and how many elements each rank receives.
 enum Shape {

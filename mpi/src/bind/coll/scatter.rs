@@ -10,7 +10,7 @@ use super::{count_of, counts_at, displs_at, in_place, launch, mismatch, root_in,
 use crate::abi::*;
 use crate::error::{err, MpiResult};
 use crate::export;
-use crate::state::{call, Mpi, On};
+use crate::state::{Mpi, On};
 
 /// Scatter from the root's `sbuf` (blocks of `scount` elements of `stype`, or `counts[i]` at
 /// `displs[i]` when `v` is given) to `rcount` elements of `rtype` at every rank.
