@@ -19,8 +19,8 @@
 //!    weak `MPI_` alias, the call wrapper and an optional lock-free direct path).
 //! 3. `obj/`: one module per MPI object kind, each owning its handle table, its resolver and
 //!    its conversions: `comm` (with the intercommunicator and topology lookups), `intercomm`,
-//!    `topo`, `group`, `datatype`, `op`, `request` (and matched-probe messages, persistent
-//!    requests, the buffered-send pool), `errhandler` (and the error dispatch), `info`, `attr`
+//!    `topo`, `group`, `datatype`, `op`, `request` (and persistent requests, the
+//!    buffered-send pool), `message` (matched-probe messages), `errhandler` (and the error dispatch), `info`, `attr`
 //!    (keyvals and cached attributes).
 //! 4. `state`: the instance (operations core, thread level, error state), the thread model,
 //!    `state::Owned` (how an object module keeps its table) and `call`, the wrapper every

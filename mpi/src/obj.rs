@@ -8,6 +8,7 @@ pub(crate) mod errhandler;
 pub(crate) mod group;
 pub(crate) mod info;
 pub(crate) mod intercomm;
+pub(crate) mod message;
 pub(crate) mod op;
 pub(crate) mod request;
 pub(crate) mod topo;

@@ -15,6 +15,7 @@ use crate::obj::comm::{self, CommObj, Comms};
 use crate::obj::comm::{make_parent, Parent};
 use crate::obj::datatype::{self, Types};
 use crate::obj::errhandler::{self, Errhandlers};
+use crate::obj::message::{self, Messages};
 use crate::obj::op::{self, UserOps};
 use crate::obj::request::{self, Requests};
 use crate::obj::{group, info};
@@ -45,6 +46,7 @@ fn init(level: c_int) -> MpiResult {
     comm::make_table(comms);
     make_parent(parent);
     request::make_table(Requests::new());
+    message::make_table(Messages::new());
     datatype::make_table(Types::new());
     op::make_table(UserOps::new());
     group::make_table(Table::new(Kind::Group));

@@ -32,7 +32,7 @@ impl Mpi {
         };
         let mut st = request::status_of(&msg.status(), MPI_SUCCESS);
         crate::obj::intercomm::remote_status(inter, &mut st);
-        Ok(Some((self.reqs().borrow_mut().messages.insert((msg, comm)), st)))
+        Ok(Some((self.messages().borrow_mut().insert(msg, comm), st)))
     }
 
     /// Start the receive of message `*message` into `buf`; sets `*message` to
@@ -62,12 +62,7 @@ impl Mpi {
             unsafe { *message = MPI_MESSAGE_NULL };
             return Ok(Req::Done { status: request::proc_null_status(), comm: MPI_COMM_NULL });
         }
-        let Some((msg, comm)) = self.reqs().borrow_mut().messages.remove(h) else {
-            return Err(err!(
-                MPI_ERR_REQUEST,
-                "invalid message {h:#x}: already received, or not a message handle"
-            ));
-        };
+        let (msg, comm) = self.messages().borrow_mut().take(h)?;
         // SAFETY: as above.
         unsafe { *message = MPI_MESSAGE_NULL };
         let on_comm = |e| MpiErr::from(e).on(comm);

@@ -1,7 +1,7 @@
 //! Requests: what an `MPI_Request` names (an operation running in the core, one that
 //! completed when it started, or a persistent request), how it completes (status, unpacking of
 //! a strided receive), the process's request table and what lives beside requests (orphans,
-//! matched-probe messages, the buffered-send pool), persistent requests, and the parts of a
+//! the buffered-send pool), persistent requests, and the parts of a
 //! neighborhood collective's request. The request functions are in `bind/request.rs` and
 //! `bind/completion.rs`.
 //!
@@ -73,25 +73,18 @@ impl Req {
 }
 
 /// The request table, with what lives beside requests: orphans (freed while active), the
-/// buffered-send pool and matched-probe messages.
+/// buffered-send pool.
 pub(crate) struct Requests {
     pub(crate) table: Table<Req>,
     /// Core requests freed by the application while active, with their completion steps.
     orphans: Vec<(ReqId, After)>,
     /// The buffer attached by `MPI_Buffer_attach` and the buffered sends using it.
     pub(crate) bsend: Pool,
-    /// Messages taken out of matching by `MPI_Mprobe`/`MPI_Improbe`, with their communicator.
-    pub(crate) messages: Table<(weft::ops::Message, MPI_Comm)>,
 }
 
 impl Requests {
     pub(crate) fn new() -> Requests {
-        Requests {
-            table: Table::new(Kind::Request),
-            orphans: Vec::new(),
-            bsend: Pool::default(),
-            messages: Table::new(Kind::Message),
-        }
+        Requests { table: Table::new(Kind::Request), orphans: Vec::new(), bsend: Pool::default() }
     }
 
     #[inline]
