@@ -4,16 +4,30 @@
 //! unchanged.
 //!
 //! This crate converts MPI handles, datatypes, statuses and error handlers into operations-core
-//! calls and back; it wires no layers itself. Module map: `abi` (the standard's constants,
-//! generated), `handle` (handle tables), `state` (the instance, thread model, call wrapper),
-//! `error` and `errhandler` (classes, messages, handler dispatch), `init` (init, finalize,
-//! environment queries), `comm` (communicators), `intercomm` (intercommunicators), `group`, `datatype` (type descriptions),
-//! `request` (requests and completion), `completion` (any/some/all), `persistent`, `status`,
-//! `p2p` (point-to-point), `bsend` (buffered sends), `message` (matched probe), `op` (reduction operations),
-//! `coll` (collectives), `attr` (attribute caching), `info`, `topo` (process topologies),
-//! `neighbor` (neighborhood collectives), `ulfm` (the ULFM extensions of `mpi-ext.h`), `address`
-//! (`MPI_Aint` arithmetic), `profiling` (`MPI_Pcontrol`), `parent` (`MPI_Comm_get_parent`), `unsupported` (the generated stubs of
-//! everything else).
+//! calls and back; it wires no layers itself, and reaches the collectives only through the
+//! operations core (`weft::ops`). Its modules stand in floors; a module imports only from its
+//! own floor or the floors below it:
+//!
+//! 1. `bind/`: the exported functions, one file per chapter of the standard: `p2p` (with
+//!    `p2p/modes`, `p2p/sendrecv`), `bsend`, `persistent`, `message` (matched probe), `request`
+//!    and `completion`, `status`, `coll` (with `coll/*`), `op`, `neighbor`, `comm`,
+//!    `intercomm`, `group`, `datatype` (constructors, queries, packing), `topo`, `attr`,
+//!    `info`, `errhandler`, `init` (init, finalize, environment), `spawn`, `ulfm` (`mpi-ext.h`),
+//!    `abi_query`, `address`, `profiling`, `unsupported` (the generated stubs of everything
+//!    else).
+//! 2. `declare`: [`export!`], one declaration per exported function (its `PMPI_` symbol, its
+//!    weak `MPI_` alias, the call wrapper and an optional lock-free direct path).
+//! 3. `obj/`: one module per MPI object kind, each owning its handle table, its resolver and
+//!    its conversions: `comm` (with the intercommunicator and topology lookups), `intercomm`,
+//!    `topo`, `group`, `datatype`, `op`, `request` (and persistent requests, the
+//!    buffered-send pool), `message` (matched-probe messages), `errhandler` (and the error dispatch), `info`, `attr`
+//!    (keyvals and cached attributes).
+//! 4. `state`: the instance (operations core, thread level, error state), the thread model,
+//!    `state::Owned` (how an object module keeps its table) and `call`, the wrapper every
+//!    exported function's body runs in; `shortcut`: the resolved arguments of the direct
+//!    paths.
+//! 5. `handle` (generation-checked handle tables), `error` (classes and messages), `abi` (the
+//!    standard's constants, generated).
 //!
 //! Every function is exported twice: `PMPI_x` holds the body (a strong symbol), and `MPI_x` is
 //! a weak alias at the same address (the name a profiling library defines itself to intercept
@@ -22,91 +36,24 @@
 #![allow(non_snake_case)]
 
 pub mod abi;
-mod abi_query;
-mod address;
-pub mod attr;
-mod bsend;
-mod coll;
-mod comm;
-mod completion;
-mod datatype;
-mod errhandler;
+mod bind;
+mod declare;
 pub mod error;
-mod group;
 mod handle;
-mod info;
-mod init;
-mod intercomm;
-mod message;
-mod neighbor;
-mod op;
-mod p2p;
-mod persistent;
-mod profiling;
-mod request;
+mod obj;
 mod shortcut;
-mod spawn;
 mod state;
-mod status;
-mod topo;
-mod ulfm;
-mod unsupported;
 
 // Every exported function, reachable from Rust too (the crate's examples and tests call them
 // directly).
-pub use crate::{
-    abi_query::*, address::*, attr::*, bsend::*, coll::*, comm::*, completion::*, datatype::*, errhandler::*,
-    group::*, info::*, init::*, intercomm::*, message::*, neighbor::*, op::*, p2p::*, persistent::*,
-    profiling::*, request::*, status::*, topo::*, ulfm::*,
-};
+pub use crate::bind::*;
 
-/// Export `PMPI_name` with `body`, and `MPI_name` as its weak alias ([`weak_alias!`]). Every
-/// argument is a plain C value or pointer; pointers are checked before use (null where the
-/// standard forbids it is `MPI_ERR_ARG`).
-macro_rules! export {
-    ($(#[$m:meta])* fn $name:ident / $pname:ident ($($a:ident : $t:ty),* $(,)?) $body:block) => {
-        $(#[$m])*
-        ///
-        /// # Safety
-        /// Pointer arguments must be valid as the MPI standard requires for this function.
-        #[no_mangle]
-        pub unsafe extern "C" fn $pname($($a: $t),*) -> std::ffi::c_int $body
-
-        $crate::weak_alias!($name / $pname);
-    };
+/// The attribute keys weft adds (`mpi-ext.h`).
+pub mod attr {
+    pub use crate::obj::attr::MPIX_FT;
 }
-pub(crate) use export;
 
-/// Define `MPI_name` as a weak ELF alias of the exported function `PMPI_name` (same address,
-/// binding `STB_WEAK`), and as a Rust re-export of it for the crate's own callers.
-///
-/// A profiling library defines `MPI_name` itself and calls `PMPI_name`: against the shared
-/// library its definition comes first in the dynamic linker's search, and against a static
-/// archive the weak alias yields to it. Rust has no stable weak linkage, so the alias is an
-/// assembler directive (`.weak` + `.set`) in module-level assembly. The assembler resolves
-/// `.set` only against a symbol of its own object file (an alias of a symbol defined elsewhere
-/// is silently dropped), and rustc places module-level assembly in the codegen unit of its
-/// module, so this macro must be expanded in the module that defines `PMPI_name`: `export!`
-/// does that. rustc's version script exports only Rust's `#[no_mangle]` items; `build.rs`
-/// adds a second one that exports the `MPI_*`/`MPIX_*` aliases. `mpi/tests/symbols.rs` checks
-/// that every `MPI_` export of the library is weak and has its `PMPI_` twin at its address.
-macro_rules! weak_alias {
-    ($name:ident / $pname:ident) => {
-        #[cfg(target_os = "linux")]
-        std::arch::global_asm!(concat!(
-            ".weak ",
-            stringify!($name),
-            "\n.set ",
-            stringify!($name),
-            ", ",
-            stringify!($pname)
-        ));
-        #[doc = concat!("`", stringify!($name), "`: the weak alias of `", stringify!($pname), "`.")]
-        #[allow(unused_imports)] // Unused in Rust where the module is not re-exported.
-        pub use $pname as $name;
-    };
-}
-pub(crate) use weak_alias;
+pub(crate) use crate::declare::{export, weak_alias};
 
 /// Write `v` through the output pointer `p`, or fail with `MPI_ERR_ARG` naming `what` if it is
 /// null.

@@ -23,15 +23,23 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
 
 use weft::ops::CommId;
-use weft_coll::{DType, Kind, Op, Spec};
+use weft::ops::{DType, Kind, Op, Spec};
 
 use crate::abi::*;
-use crate::coll::Mode;
-use crate::comm::CommRef;
-use crate::error::{MpiErr, MpiResult};
-use crate::state::{multiple, Mpi};
+
+/// What the data-moving calls need of a communicator handle, read in one table lookup: the
+/// core id, this process's rank in it and its size (of the union of both groups for an
+/// intercommunicator), and whether it is an intercommunicator.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CommRef {
+    pub(crate) id: CommId,
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    pub(crate) inter: bool,
+}
 
 /// The arguments of a call that decide its spec, buffers aside.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -147,44 +155,28 @@ impl Shortcuts {
         }
     }
 
-    /// Run (or start) the call `a` on `send` and `recv` (a broadcast's buffer is `recv`) if
-    /// it is the entry of its family ([`Mpi::exec_direct`]); `None` if it is not (or the
-    /// entry is in use). A blocking call outside `MPI_THREAD_MULTIPLE` runs the entry's spec
-    /// in place, holding the entry: a call made during the run (none reaches here: the engine
-    /// is held for the run) finds it busy and takes the full path.
-    ///
-    /// # Safety
-    /// The application keeps its buffers valid until the collective completes.
+    /// The entry of call `a` with the call's buffers `send` and `recv` put into its spec (a
+    /// broadcast's buffer is `recv`): its communicator and a copy of the spec to run; `None` if
+    /// `a` is not the entry of its family (or the entry is in use).
     #[inline(always)]
-    pub(crate) unsafe fn run(
+    pub(crate) fn take(
         &self,
-        m: &Mpi,
         a: &Args,
         send: *const c_void,
         recv: *mut c_void,
-        mode: Mode,
-    ) -> Option<MpiResult> {
-        if let (Mode::Blocking, false) = (mode, multiple()) {
-            // SAFETY: forwarded contract (the spec holds the application's buffers).
-            let run = |c: CommRef, spec: &mut Spec| unsafe { m.core.run_bare(c.id, c.rank, c.size, spec) };
-            // SAFETY: forwarded contract.
-            return unsafe { self.run_blocking(a, send, recv, run) }.map(|r| r.map_err(MpiErr::from));
-        }
+    ) -> Option<(CommRef, Spec<'static>)> {
         let mut g = self.slot(a.kind).try_borrow_mut().ok()?;
         let d = g.as_mut().filter(|d| d.args == *a)?;
         d.set_buffers(send, recv);
-        let (c, mut spec) = (d.c, d.spec.clone());
-        drop(g);
-        // SAFETY: forwarded contract.
-        Some(unsafe { m.exec_direct(c, a.comm, &mut spec, mode) })
+        Some((d.c, d.spec.clone()))
     }
 
-    /// [`Shortcuts::run`] of a blocking call below `MPI_THREAD_MULTIPLE` (the caller knows
+    /// [`Shortcuts::take`] and run, for a blocking call below `MPI_THREAD_MULTIPLE` (the caller knows
     /// the thread level): `run` runs the entry's spec in place, on the entry's communicator,
     /// holding the entry; its result.
     ///
     /// # Safety
-    /// As [`Shortcuts::run`]; MPI runs below `MPI_THREAD_MULTIPLE`.
+    /// The application keeps its buffers valid until the collective completes; MPI runs below `MPI_THREAD_MULTIPLE`.
     #[inline(always)]
     pub(crate) unsafe fn run_blocking<R>(
         &self,
@@ -221,6 +213,34 @@ impl Shortcuts {
     pub(crate) fn peer(&self, comm: MPI_Comm, dt: MPI_Datatype) -> Option<(CommId, usize)> {
         let p = self.p2p.get();
         (p.comm == comm && p.dt == dt).then_some((p.id, p.size))
+    }
+
+    /// What a point-to-point call's lock-free path needs, from the entry only (no lookup on a
+    /// miss): if `comm` and `dt` are the entry and `count` is not negative, the core
+    /// communicator, the buffer (dangling but non-null when it is NULL and no byte moves) and
+    /// the byte count. The one place the direct paths turn a C buffer, count and type into
+    /// bytes.
+    #[inline(always)]
+    pub(crate) fn hit(
+        &self,
+        comm: MPI_Comm,
+        buf: *const c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+    ) -> Option<(CommId, NonNull<u8>, usize)> {
+        let (id, size) = self.peer(comm, dt)?;
+        if count < 0 {
+            return None;
+        }
+        // Signed: one multiply with an overflow flag; the entry's size is at most `i64::MAX`
+        // (`Mpi::resolve_direct` keeps no larger one), so a product that fits is the byte count.
+        let n = count.checked_mul(size as i64)? as usize;
+        let p = match NonNull::new(buf as *mut u8) {
+            Some(p) => p,
+            None if n == 0 => NonNull::dangling(),
+            None => return None,
+        };
+        Some((id, p, n))
     }
 
     /// Remember that `comm` (an intracommunicator) is core communicator `id` and `dt` (dense and

@@ -10,7 +10,7 @@
 //! reduction that calls MPI from inside a call does not deadlock; such a nested call then finds
 //! the operations core borrowed and fails cleanly where it would alias.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
@@ -19,40 +19,66 @@ use parking_lot::ReentrantMutex;
 use weft::ops::OpsCore;
 
 use crate::abi::*;
-use crate::attr::Keyvals;
-use crate::comm::Comms;
-use crate::datatype::Types;
-use crate::errhandler::{self, Errhandlers};
-use crate::error::{MpiErr, MpiResult};
-use crate::group::Group;
-use crate::handle::{Kind, Table};
-use crate::info::Info;
-use crate::op::UserOps;
-use crate::request::Requests;
+use crate::error::{class_text, MpiErr, MpiResult};
+use crate::shortcut::Shortcuts;
 
-/// Everything one MPI process holds: the operations core and the handle tables.
+/// What one MPI process holds besides the object tables (each object module keeps its own in
+/// an [`Owned`]): the operations core, the thread level, the error state and the shortcuts of
+/// the direct paths.
 pub(crate) struct Mpi {
     pub(crate) core: OpsCore,
     /// The thread level granted by `MPI_Init_thread`.
     pub(crate) level: c_int,
     /// The thread that initialised MPI (`MPI_Is_thread_main`).
     pub(crate) main_thread: std::thread::ThreadId,
-    pub(crate) comms: RefCell<Comms>,
-    pub(crate) reqs: RefCell<Requests>,
-    pub(crate) types: RefCell<Types>,
-    pub(crate) ops: RefCell<UserOps>,
-    pub(crate) groups: RefCell<Table<Group>>,
-    pub(crate) errhandlers: RefCell<Errhandlers>,
-    pub(crate) infos: RefCell<Table<Info>>,
-    pub(crate) keyvals: RefCell<Keyvals>,
     /// Set by `MPI_Finalize`; later calls fail.
     pub(crate) finalized: Cell<bool>,
     /// The last error raised, for `MPI_Error_string` to give its details.
     pub(crate) last_error: RefCell<Option<MpiErr>>,
-    /// What `MPI_Comm_get_parent` returns.
-    pub(crate) parent: crate::spawn::Parent,
     /// The resolved arguments of the last direct calls.
-    pub(crate) shortcuts: crate::shortcut::Shortcuts,
+    pub(crate) shortcuts: Shortcuts,
+    /// The error handler dispatch (the object floor's, registered by `MPI_Init`): hands the
+    /// error of a call to the handler of the object it concerns; the code to return.
+    pub(crate) raise: fn(&Mpi, &str, On, MpiErr) -> c_int,
+}
+
+/// One object kind's process-wide table, kept by the module of that kind rather than by the
+/// instance: made by `MPI_Init` before the instance is installed, reached through the instance
+/// (holding a `&Mpi` means init made it), under the thread model above.
+pub(crate) struct Owned<T>(UnsafeCell<Option<T>>);
+// SAFETY: as `Instance`: written once by `MPI_Init` before any call can reach it (the instance
+// is installed after), then read only through a `&Mpi`, which `call`/`direct` hand out under
+// `LOCK` (MULTIPLE) or under the application's one-thread-at-a-time promise.
+unsafe impl<T> Sync for Owned<T> {}
+
+impl<T> Owned<T> {
+    pub(crate) const fn new() -> Owned<T> {
+        Owned(UnsafeCell::new(None))
+    }
+
+    /// Make the table: `MPI_Init` only, before the instance is installed.
+    pub(crate) fn make(&self, value: T) {
+        assert!(phase() == Phase::Before, "an object table is made once, by MPI_Init");
+        // SAFETY: before install no call reaches the table (see the `Sync` impl), and
+        // `MPI_Init` runs on one thread.
+        unsafe { *self.0.get() = Some(value) };
+    }
+
+    /// The table, for a call holding the instance.
+    #[inline(always)]
+    pub(crate) fn get(&self, _: &Mpi) -> &T {
+        // SAFETY: written only by `make`, before the instance that `_` proves exists.
+        match unsafe { &*self.0.get() } {
+            Some(v) => v,
+            None => unmade(),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn unmade() -> ! {
+    panic!("an object table MPI_Init did not make")
 }
 
 /// The instance as a static: shared between threads only as the thread model above allows
@@ -162,7 +188,7 @@ pub(crate) fn call(name: &'static str, on: On, f: impl FnOnce(&'static Mpi) -> M
         Ok(Err(e)) => e,
         Err(p) => panic_error(&p),
     };
-    let code = errhandler::raise(mpi, name, on, r);
+    let code = (mpi.raise)(mpi, name, on, r);
     drop(guard);
     code
 }
@@ -191,14 +217,14 @@ pub(crate) fn catching<R>(mpi: &Mpi, name: &'static str, on: On, f: impl FnOnce(
 #[cold]
 #[inline(never)]
 pub(crate) fn raise_cold(mpi: &Mpi, name: &'static str, on: On, e: MpiErr) -> c_int {
-    errhandler::raise(mpi, name, on, e)
+    (mpi.raise)(mpi, name, on, e)
 }
 
 /// A panic of a direct path, as `MPI_ERR_INTERN` to the error handler.
 #[cold]
 #[inline(never)]
 fn raise_panic(mpi: &Mpi, name: &'static str, on: On, p: Box<dyn std::any::Any + Send>) -> c_int {
-    errhandler::raise(mpi, name, on, panic_error(&p))
+    (mpi.raise)(mpi, name, on, panic_error(&p))
 }
 
 /// A panic caught in a call, as the `MPI_ERR_INTERN` it reports.
@@ -232,7 +258,31 @@ fn running(_name: &str) -> Option<&'static Mpi> {
 fn not_running(name: &str) -> c_int {
     let when = if phase() == Phase::Before { "before MPI_Init" } else { "after MPI_Finalize" };
     let e = MpiErr::new(MPI_ERR_OTHER, format!("{name} called {when}"));
-    errhandler::raise_initial(name, e)
+    raise_initial(name, e)
+}
+
+/// The initial error handler, for calls made when no instance is running.
+pub(crate) fn raise_initial(name: &str, e: MpiErr) -> c_int {
+    match std::env::var("WEFT_MPI_INITIAL_ERRHANDLER").as_deref().map(str::trim) {
+        Ok("return") => {
+            eprintln!("weft MPI: {name}: {} (returned {})", e.msg, e.class);
+            e.class
+        }
+        _ => fatal(None, name, &e),
+    }
+}
+
+/// Print the error and end the job with the error class as exit code.
+pub(crate) fn fatal(mpi: Option<&Mpi>, name: &str, e: &MpiErr) -> ! {
+    let class = class_text(e.class).unwrap_or("error");
+    let rank = mpi.and_then(|m| m.core.comm_rank(m.core.world()).ok());
+    let who = rank.map(|r| format!(" (rank {r})")).unwrap_or_default();
+    let msg = format!("{name}: {} [{class}]; MPI_ERRORS_ARE_FATAL ends the job", e.msg);
+    eprintln!("weft MPI{who}: {msg}");
+    match mpi {
+        Some(m) => m.core.abort(e.class.clamp(1, 255), &msg),
+        None => std::process::exit(e.class.clamp(1, 255)),
+    }
 }
 
 /// The instance for code outside a call (the error handler dispatch, tests).
@@ -247,12 +297,5 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
         s.clone()
     } else {
         "unknown panic".into()
-    }
-}
-
-impl Mpi {
-    /// A new table of created groups.
-    pub(crate) fn group_table() -> RefCell<Table<Group>> {
-        RefCell::new(Table::new(Kind::Group))
     }
 }

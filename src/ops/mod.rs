@@ -37,6 +37,9 @@ mod spawn;
 pub use comm_idup::{PendingDup, WINDOW as IDUP_CTX_WINDOW};
 pub use instance::OpsCore;
 pub use spawn::Spawned;
+/// The collective's vocabulary a front end builds its calls from (element type, kind,
+/// operation, spec), so a front end needs no other crate to reach the collectives.
+pub use weft_coll::{DType, Kind, Op, Spec};
 pub use weft_pmix::universe::SpawnRequest;
 
 /// Result of an engine-level operation: the error keeps its engine variant (a status needs
