@@ -38,7 +38,6 @@ mod split;
 pub mod transport;
 mod universe;
 
-pub use buffer::copy_bytes;
 pub use comm::{CommId, ErrScope};
 pub use create::UNDEFINED;
 pub use engine::{Engine, EngineConfig, Ext, FailureOrigins, FailureSource, ProgressMode, Stats};
