@@ -164,6 +164,15 @@ impl Requests {
         self.slots.iter().any(|s| s.req.as_ref().is_some_and(&mut f))
     }
 
+    /// Visit every live request, read-only (diagnostics).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(ReqId, &Req)) {
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(r) = s.req.as_ref() {
+                f(ReqId::new(i as u32, s.gen), r);
+            }
+        }
+    }
+
     /// Visit every live request (slow path: failure sweeps).
     pub(crate) fn for_each_mut(&mut self, mut f: impl FnMut(ReqId, &mut Req)) {
         for (i, s) in self.slots.iter_mut().enumerate() {

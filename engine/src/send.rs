@@ -5,37 +5,13 @@
 
 use crate::buffer::UserBuf;
 use crate::comm::ErrScope;
-use crate::engine::{check_tag, user_status, Core, Origin, ROUTE_NONE, ROUTE_SELF};
+use crate::core::{check_tag, user_status, Core, ROUTE_NONE, ROUTE_SELF};
 use crate::error::{Error, Result};
+use crate::pending::{Body, Outgoing, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};
-use crate::rndv::RTS_BODY;
+use crate::stats::Origin;
 use crate::transport::{class, Header, RKey, TransportError};
 use crate::{CommId, Engine, Status};
-
-/// A message waiting for transport space, in per-destination FIFO order.
-pub(crate) struct Outgoing {
-    pub(crate) hdr: Header,
-    pub(crate) body: Body,
-    /// Eager sends complete when handed to the transport.
-    pub(crate) complete: Option<ReqId>,
-}
-
-pub(crate) enum Body {
-    User(UserBuf),
-    Inline([u8; RTS_BODY], u8),
-    Owned(Vec<u8>),
-}
-
-impl Body {
-    #[inline]
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Body::User(b) => b.as_slice(),
-            Body::Inline(a, n) => &a[..*n as usize],
-            Body::Owned(v) => v,
-        }
-    }
-}
 
 impl Engine {
     /// Blocking send of `buf` to rank `dst` of `c` with `tag`. Inline: a call of its own in

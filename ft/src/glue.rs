@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-use weft_engine::{Activity, CommId, Error, Ext, Header, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CommId, Error, FtPort, Header, ReqId, Result, Status, Step};
 
 use crate::agree::{self, union, Era, Tree, Value};
 use crate::detector::{self, Detector};
@@ -131,12 +131,12 @@ impl CommInfo {
 
     /// True if every other member is known failed: recomputed (O(members)) only when the
     /// failure count changed.
-    fn is_alone(&mut self, e: &Ext) -> bool {
-        let fc = e.failure_count();
+    fn is_alone(&mut self, e: &FtPort) -> bool {
+        let fc = e.failures().count();
         if fc != self.alone_at {
             self.alone_at = fc;
             let me = self.rank as usize;
-            self.alone = self.world_of.iter().enumerate().all(|(r, &w)| r == me || e.is_failed(w));
+            self.alone = self.world_of.iter().enumerate().all(|(r, &w)| r == me || e.failures().contains(w));
         }
         self.alone
     }
@@ -173,8 +173,8 @@ struct Ready {
 
 impl Ready {
     /// Built for communicator `info` (context `ctx`) with the failures known now.
-    fn fits(&self, ctx: u32, info: &CommInfo, e: &Ext) -> bool {
-        self.ctx == ctx && self.id == info.id && self.failures == e.failure_count()
+    fn fits(&self, ctx: u32, info: &CommInfo, e: &FtPort) -> bool {
+        self.ctx == ctx && self.id == info.id && self.failures == e.failures().count()
     }
 }
 
@@ -231,8 +231,8 @@ struct Driver {
     st: Rc<RefCell<Glue>>,
 }
 
-impl Activity for Driver {
-    fn advance(&mut self, e: &mut Ext) -> Step {
+impl Activity<FtPort> for Driver {
+    fn advance(&mut self, e: &mut FtPort) -> Step {
         self.st.borrow_mut().advance(e);
         Step::Continue
     }
@@ -245,7 +245,7 @@ fn hdr(cls: u8, ctx: u32, len: usize) -> Header {
 impl Ft {
     /// Install the FT layer on `e`: message handlers now; the activity on first use (or now,
     /// when the detector is on).
-    pub fn install(e: &mut Ext, opts: FtOptions) -> Result<Ft> {
+    pub fn install(e: &mut FtPort, opts: FtOptions) -> Result<Ft> {
         let ft = Ft {
             st: Rc::new(RefCell::new(Glue {
                 opts,
@@ -273,7 +273,7 @@ impl Ft {
             let st = ft.st.clone();
             e.set_handler(
                 cls,
-                Box::new(move |e: &mut Ext, peer: u32, h: &Header, p: &[u8]| {
+                Box::new(move |e: &mut FtPort, peer: u32, h: &Header, p: &[u8]| {
                     let mut g = st.borrow_mut();
                     g.on_message(e, peer, h.class, p);
                     // Parked messages are retried by the slow-path driver, which a process
@@ -290,10 +290,12 @@ impl Ft {
         if let Some(p) = g.opts.hb_period_ms {
             let period = p.max(1) * 1_000_000;
             let timeout = g.opts.hb_timeout_ms.map_or(3 * period, |t| t.max(1) * 1_000_000);
-            let n = e.comm_size(e.world())?;
+            let world = e.world_comm();
+            // This process's world rank: its member entry in the world communicator.
+            let (n, me) = (world.size(), world.members()[world.rank() as usize]);
             let now = g.now();
-            let mut d = Detector::new(n, e.world_rank(), period, timeout, now);
-            for &w in e.failed_world_ranks() {
+            let mut d = Detector::new(n, me, period, timeout, now);
+            for &w in e.failures().world_ranks() {
                 d.on_failure(w, now);
             }
             g.det = Some(d);
@@ -308,20 +310,20 @@ impl Ft {
         self.st.borrow().stats.clone()
     }
 
-    fn activate(&self, e: &mut Ext) {
+    fn activate(&self, e: &mut FtPort) {
         self.st.borrow_mut().ensure_active(e, &self.st);
     }
 
     /// Revoke `c` at every live member (reliable broadcast); returns at once.
-    pub fn revoke(&self, e: &mut Ext, c: CommId) -> Result<()> {
+    pub fn revoke(&self, e: &mut FtPort, c: CommId) -> Result<()> {
         self.activate(e);
-        if e.is_revoked(c)? {
+        if e.comm(c)?.is_revoked() {
             return Ok(());
         }
-        let ctx = e.comm_ctx(c)?;
+        let ctx = e.comm(c)?.ctx();
         let epoch = match self.st.borrow().comms.get(&ctx).filter(|i| i.id == c) {
             Some(i) => i.epoch,
-            None => epoch_of(e.comm_members(c)?),
+            None => epoch_of(e.comm(c)?.members()),
         };
         self.st.borrow_mut().revoke_here(e, c, ctx, epoch, None)
     }
@@ -332,7 +334,7 @@ impl Ft {
     ///
     /// # Safety
     /// `out` must stay valid for a write of a `u64` until the request completes.
-    pub unsafe fn iagree(&self, e: &mut Ext, c: CommId, flag: u64, out: *mut u64) -> Result<ReqId> {
+    pub unsafe fn iagree(&self, e: &mut FtPort, c: CommId, flag: u64, out: *mut u64) -> Result<ReqId> {
         self.start_agree(e, c, flag, |e| {
             let req = e.new_request(c)?;
             Ok((Local::Agree { req, out }, req))
@@ -343,17 +345,17 @@ impl Ft {
     /// valid) says where its outcome goes.
     fn start_agree<T>(
         &self,
-        e: &mut Ext,
+        e: &mut FtPort,
         c: CommId,
         flag: u64,
-        local: impl FnOnce(&mut Ext) -> Result<(Local, T)>,
+        local: impl FnOnce(&mut FtPort) -> Result<(Local, T)>,
     ) -> Result<T> {
         self.activate(e);
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
         let (local, t) = local(e)?;
-        let failed = e.get_failed(c)?;
-        let acked = e.get_acked(c)?;
+        let failed = e.comm(c)?.failed();
+        let acked = e.comm(c)?.acked();
         g.start(e, ctx, local, Value::new(flag, 0, &failed, &acked), true);
         Ok(t)
     }
@@ -362,7 +364,7 @@ impl Ft {
     /// the live members on return, also when the agreement completes with `ProcFailed`
     /// (failures not acknowledged by every member). Waits on the engine directly, without an
     /// engine request.
-    pub fn agree(&self, e: &mut Ext, c: CommId, flag: &mut u64) -> Result<()> {
+    pub fn agree(&self, e: &mut FtPort, c: CommId, flag: &mut u64) -> Result<()> {
         self.activate(e);
         {
             let mut g = self.st.borrow_mut();
@@ -370,9 +372,9 @@ impl Ft {
             if g.decide_alone(e, ctx) {
                 // The only contributor left: the AND is its flag, and the agreed failed set
                 // (every other member) is reported unless this member acknowledged it all.
-                return if e.has_unacked_failure(c) {
-                    let acked = e.get_acked(c)?;
-                    let mut ranks = e.get_failed(c)?;
+                return if e.comm(c).is_ok_and(|v| v.has_unacked_failure()) {
+                    let acked = e.comm(c)?.acked();
+                    let mut ranks = e.comm(c)?.failed();
                     ranks.retain(|r| !acked.contains(r));
                     Err(Error::ProcFailed { ranks })
                 } else {
@@ -393,7 +395,7 @@ impl Ft {
     }
 
     /// The outcome of the blocking agreement started on `flag`'s behalf (see [`Ft::agree`]).
-    fn blocked_outcome(&self, e: &mut Ext, flag: &mut u64) -> Result<()> {
+    fn blocked_outcome(&self, e: &mut FtPort, flag: &mut u64) -> Result<()> {
         let (v, r) = match self.wait_blocked(e).outcome() {
             Ok(v) => (v, Ok(())),
             Err((v, ranks)) => (v, Err(Error::ProcFailed { ranks })),
@@ -406,7 +408,7 @@ impl Ft {
     /// union of `failed`, intersection of `acked` — returning the decision as it is, for a
     /// protocol that encodes its own sets in it (the DGRP round barrier). The agreement adds
     /// the ranks of `c` that fail to `failed`; no acknowledgement rule applies.
-    pub fn agree_value(&self, e: &mut Ext, c: CommId, v: Value) -> Result<Value> {
+    pub fn agree_value(&self, e: &mut FtPort, c: CommId, v: Value) -> Result<Value> {
         if !v.is_canonical() {
             return Err(Error::InvalidArg(
                 "agreement value: rank lists must be sorted, without duplicates".into(),
@@ -423,7 +425,7 @@ impl Ft {
 
     /// Wait for the decision of the blocking agreement just started (`blocked` is empty
     /// before: every blocking agreement takes its decision here).
-    fn wait_blocked(&self, e: &mut Ext) -> Value {
+    fn wait_blocked(&self, e: &mut FtPort) -> Value {
         let mut spins = 0;
         loop {
             if let Some(v) = self.st.borrow_mut().blocked.take() {
@@ -438,19 +440,19 @@ impl Ft {
     ///
     /// # Safety
     /// `out` must stay valid for a write of a `u64` until the request completes.
-    pub unsafe fn ishrink(&self, e: &mut Ext, c: CommId, out: *mut u64) -> Result<ReqId> {
+    pub unsafe fn ishrink(&self, e: &mut FtPort, c: CommId, out: *mut u64) -> Result<ReqId> {
         self.activate(e);
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
         let req = e.new_request(c)?;
-        let failed = e.get_failed(c)?;
-        let prop = g.pool.propose(e.next_ctx());
+        let failed = e.comm(c)?.failed();
+        let prop = g.pool.propose(e.contexts().next());
         g.start(e, ctx, Local::Shrink { req, out }, Value::new(u64::MAX, prop, &failed, &[]), true);
         Ok(req)
     }
 
     /// Blocking shrink.
-    pub fn shrink(&self, e: &mut Ext, c: CommId) -> Result<CommId> {
+    pub fn shrink(&self, e: &mut FtPort, c: CommId) -> Result<CommId> {
         let mut out = 0u64;
         // SAFETY: `out` outlives the request: it is waited for below.
         let req = unsafe { self.ishrink(e, c, &mut out)? };
@@ -459,7 +461,7 @@ impl Ft {
     }
 
     /// Uniform mode of `c`: collectives that call [`Ft::uniform_after`] agree on their outcome.
-    pub fn set_uniform(&self, e: &mut Ext, c: CommId, on: bool) -> Result<()> {
+    pub fn set_uniform(&self, e: &mut FtPort, c: CommId, on: bool) -> Result<()> {
         let mut g = self.st.borrow_mut();
         let ctx = g.info(e, c)?;
         g.comms.get_mut(&ctx).expect("just resolved").uniform = on;
@@ -475,19 +477,23 @@ impl Ft {
     }
 
     /// True if `c` is in uniform mode.
-    pub fn is_uniform(&self, e: &Ext, c: CommId) -> bool {
+    pub fn is_uniform(&self, e: &FtPort, c: CommId) -> bool {
         let g = self.st.borrow();
         if !g.uniform_ever {
             return false;
         }
-        e.comm_ctx(c).ok().and_then(|ctx| g.comms.get(&ctx)).is_some_and(|i| i.id == c && i.uniform)
+        e.comm(c)
+            .map(|v| v.ctx())
+            .ok()
+            .and_then(|ctx| g.comms.get(&ctx))
+            .is_some_and(|i| i.id == c && i.uniform)
     }
 
     /// Make the outcome of a collective on `c` uniform (when `c` is in uniform mode): an
     /// agreement on "did it succeed here" follows, and every member returns the same class:
     /// `Ok` everywhere, or the same error class everywhere (`ProcFailed` with the agreed
     /// ranks, else `Revoked`, else the local error / a generic "failed at another member").
-    pub fn uniform_after(&self, e: &mut Ext, c: CommId, local: Result<()>) -> Result<()> {
+    pub fn uniform_after(&self, e: &mut FtPort, c: CommId, local: Result<()>) -> Result<()> {
         if !self.is_uniform(e, c) {
             return local;
         }
@@ -511,7 +517,7 @@ impl Ft {
             Err(other) => Err(other),
             Ok(_) if out & NO_PF == 0 => Err(match local {
                 Err(e @ Error::ProcFailed { .. }) => e,
-                _ => Error::ProcFailed { ranks: e.get_failed(c).unwrap_or_default() },
+                _ => Error::ProcFailed { ranks: e.comm(c).map(|v| v.failed()).unwrap_or_default() },
             }),
             Ok(_) if out & NO_REV == 0 => Err(Error::Revoked),
             Ok(_) => Err(match local {
@@ -527,7 +533,7 @@ impl Glue {
         self.clock.elapsed().as_nanos() as u64
     }
 
-    fn ensure_active(&mut self, e: &mut Ext, st: &Rc<RefCell<Glue>>) {
+    fn ensure_active(&mut self, e: &mut FtPort, st: &Rc<RefCell<Glue>>) {
         if !self.active {
             self.active = true;
             // `seen_failures` stays where it was (0): the first advance replays every failure
@@ -535,13 +541,13 @@ impl Glue {
             // (state machines ignore failures they already know).
             // Failures, detector ticks and parked messages are all it handles: the engine
             // advances it on its slow path and on new failures, not per message.
-            e.spawn_slow(Box::new(Driver { st: st.clone() }));
+            e.spawn_slow(Driver { st: st.clone() });
         }
     }
 
     /// Cache the communicator `c`; returns its context id.
-    fn info(&mut self, e: &Ext, c: CommId) -> Result<u32> {
-        let ctx = e.comm_ctx(c)?;
+    fn info(&mut self, e: &FtPort, c: CommId) -> Result<u32> {
+        let ctx = e.comm(c)?.ctx();
         if self.comms.get(&ctx).is_none_or(|i| i.id != c) {
             if self.comms.contains_key(&ctx) {
                 // A freed communicator's context reused: its agreements are over.
@@ -550,8 +556,8 @@ impl Glue {
             if self.comms.len() >= self.sweep_at {
                 self.sweep_freed(e);
             }
-            let world_of = e.comm_group(c)?;
-            let rank = e.comm_rank(c)?;
+            let world_of = e.comm(c).map(|v| v.members().to_vec())?;
+            let rank = e.comm(c)?.rank();
             let info = CommInfo {
                 id: c,
                 epoch: epoch_of(&world_of),
@@ -581,8 +587,8 @@ impl Glue {
     /// the table has doubled since the last sweep, so creating communicators stays amortised
     /// O(1) however many were created and freed before (a revoke or an agreement on a new
     /// communicator must not pay for the history of the job).
-    fn sweep_freed(&mut self, e: &Ext) {
-        self.comms.retain(|&ctx, i| e.comm_ctx(i.id) == Ok(ctx));
+    fn sweep_freed(&mut self, e: &FtPort) {
+        self.comms.retain(|&ctx, i| e.comm(i.id).map(|v| v.ctx()) == Ok(ctx));
         let comms = &self.comms;
         self.insts.retain(|k, _| comms.contains_key(&k.0));
         self.sweep_at = (2 * self.comms.len()).max(MIN_SWEEP);
@@ -604,18 +610,18 @@ impl Glue {
     }
 
     /// Resolve an incoming `(ctx, epoch)`: `Ok(Some(ctx))` live, `Ok(None)` parked, `Err` stale.
-    fn resolve(&mut self, e: &Ext, ctx: u32, epoch: u32) -> std::result::Result<bool, ()> {
-        if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm_ctx(i.id) == Ok(ctx)) {
+    fn resolve(&mut self, e: &FtPort, ctx: u32, epoch: u32) -> std::result::Result<bool, ()> {
+        if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm(i.id).map(|v| v.ctx()) == Ok(ctx)) {
             // The common case: one lookup.
             return if i.epoch == epoch { Ok(true) } else { Err(()) };
         }
-        let live = match e.comm_by_ctx(ctx) {
+        let live = match e.contexts().comm_of(ctx) {
             Some(c) => self.info(e, c).is_ok(),
             None => false,
         };
         if !live {
             self.forget(ctx);
-            return if e.ctx_may_come(ctx) { Ok(false) } else { Err(()) };
+            return if e.contexts().may_come(ctx) { Ok(false) } else { Err(()) };
         }
         if self.comms[&ctx].epoch != epoch {
             return Err(());
@@ -628,13 +634,20 @@ impl Glue {
     /// `from`. The forwards leave first, then the local delivery. Works on the engine's member
     /// list, not on [`CommInfo`]: a revoke is often the first FT operation on its
     /// communicator, and building the cached state would delay the message.
-    fn revoke_here(&mut self, e: &mut Ext, c: CommId, ctx: u32, epoch: u32, from: Option<u32>) -> Result<()> {
-        let members = e.comm_members(c)?;
-        let me = e.comm_rank(c)?;
-        let failed: Vec<u32> = if e.failure_count() == 0 {
+    fn revoke_here(
+        &mut self,
+        e: &mut FtPort,
+        c: CommId,
+        ctx: u32,
+        epoch: u32,
+        from: Option<u32>,
+    ) -> Result<()> {
+        let members = e.comm(c)?.members();
+        let me = e.comm(c)?.rank();
+        let failed: Vec<u32> = if e.failures().count() == 0 {
             Vec::new()
         } else {
-            e.failed_world_ranks().iter().filter_map(|&w| rank_in(members, w)).collect()
+            e.failures().world_ranks().iter().filter_map(|&w| rank_in(members, w)).collect()
         };
         let mut rv = Revoke::new(members.len() as u32, me, &failed);
         let acts = match from {
@@ -644,7 +657,7 @@ impl Glue {
         for a in acts {
             match a {
                 revoke::Action::Send { to } => {
-                    let w = e.comm_members(c)?[to as usize];
+                    let w = e.comm(c)?.members()[to as usize];
                     send_wire(e, &mut self.buf, w, ctx, &Wire::Revoke { ctx, epoch });
                 }
                 revoke::Action::Deliver => {
@@ -659,18 +672,18 @@ impl Glue {
 
     /// The live communicator of context `ctx` with its epoch: from the cache when it is
     /// there, else from the engine.
-    fn live_comm(&self, e: &Ext, ctx: u32) -> Option<(CommId, u32)> {
-        if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm_ctx(i.id) == Ok(ctx)) {
+    fn live_comm(&self, e: &FtPort, ctx: u32) -> Option<(CommId, u32)> {
+        if let Some(i) = self.comms.get(&ctx).filter(|i| e.comm(i.id).map(|v| v.ctx()) == Ok(ctx)) {
             return Some((i.id, i.epoch));
         }
-        let c = e.comm_by_ctx(ctx)?;
-        Some((c, epoch_of(e.comm_members(c).ok()?)))
+        let c = e.contexts().comm_of(ctx)?;
+        Some((c, epoch_of(e.comm(c).map(|v| v.members()).ok()?)))
     }
 
     /// A revoke message from world rank `peer` for `(ctx, epoch)`.
-    fn on_revoke(&mut self, e: &mut Ext, peer: u32, ctx: u32, epoch: u32, p: &[u8]) {
+    fn on_revoke(&mut self, e: &mut FtPort, peer: u32, ctx: u32, epoch: u32, p: &[u8]) {
         let Some((c, ep)) = self.live_comm(e, ctx) else {
-            if e.ctx_may_come(ctx) {
+            if e.contexts().may_come(ctx) {
                 // For a communicator this process will create soon.
                 self.park(peer, class::REVOKE, p);
             } else {
@@ -682,10 +695,10 @@ impl Glue {
             self.stats.stale += 1;
             return;
         }
-        if e.is_revoked(c).unwrap_or(true) {
+        if e.comm(c).map(|v| v.is_revoked()).unwrap_or(true) {
             return;
         }
-        let Some(from) = e.comm_members(c).ok().and_then(|m| rank_in(m, peer)) else {
+        let Some(from) = e.comm(c).map(|v| v.members()).ok().and_then(|m| rank_in(m, peer)) else {
             self.stats.malformed += 1;
             return;
         };
@@ -693,7 +706,7 @@ impl Glue {
         let _ = self.revoke_here(e, c, ctx, epoch, Some(from));
     }
 
-    fn send(&mut self, e: &mut Ext, w: u32, ctx: u32, m: &Wire) {
+    fn send(&mut self, e: &mut FtPort, w: u32, ctx: u32, m: &Wire) {
         send_wire(e, &mut self.buf, w, ctx, m);
     }
 
@@ -716,7 +729,7 @@ impl Glue {
     /// spend more time in map lookups than in the protocol).
     fn drive(
         &mut self,
-        e: &mut Ext,
+        e: &mut FtPort,
         ctx: u32,
         seq: u32,
         create: bool,
@@ -773,7 +786,7 @@ impl Glue {
     /// decision counted; the caller completes it). ERA would decide the same alone: no other
     /// member can have decided an instance this member has not contributed to, and messages
     /// from failed members are dropped, so no late request can come.
-    fn decide_alone(&mut self, e: &Ext, ctx: u32) -> bool {
+    fn decide_alone(&mut self, e: &FtPort, ctx: u32) -> bool {
         let Some(info) = self.comms.get_mut(&ctx) else { return false };
         if !info.is_alone(e) || self.insts.contains_key(&(ctx, info.next_seq)) {
             return false;
@@ -786,7 +799,7 @@ impl Glue {
 
     /// Start the next instance of `ctx` with contribution `v`; `view`: `v.failed` is exactly
     /// this member's view of the failures ([`Era::start_view_into`]).
-    fn start(&mut self, e: &mut Ext, ctx: u32, local: Local, mut v: Value, view: bool) {
+    fn start(&mut self, e: &mut FtPort, ctx: u32, local: Local, mut v: Value, view: bool) {
         if self.decide_alone(e, ctx) {
             let Glue { comms, pool, blocked, .. } = self;
             let info = &comms[&ctx];
@@ -812,7 +825,7 @@ impl Glue {
     /// Bookkeeping moved off the agreement's critical path (it runs after this member's
     /// first message left, while the peers' are on their way): drop the decisions kept
     /// beyond [`KEEP_DECIDED`] and reset a recycled instance for the next agreement.
-    fn housekeep(&mut self, e: &Ext, ctx: u32) {
+    fn housekeep(&mut self, e: &FtPort, ctx: u32) {
         let Glue { opts, comms, insts, spare, ready, .. } = self;
         let Some(info) = comms.get_mut(&ctx) else { return };
         prune(info, insts, spare, ctx);
@@ -825,11 +838,11 @@ impl Glue {
             spare.push(old.inst);
         }
         let inst = new_agree_instance(e, info, opts, spare);
-        *ready = Some(Ready { ctx, id: info.id, failures: e.failure_count(), inst });
+        *ready = Some(Ready { ctx, id: info.id, failures: e.failures().count(), inst });
     }
 
-    fn on_message(&mut self, e: &mut Ext, peer: u32, cls: u8, p: &[u8]) {
-        if e.failed_world_ranks().contains(&peer) {
+    fn on_message(&mut self, e: &mut FtPort, peer: u32, cls: u8, p: &[u8]) {
+        if e.failures().world_ranks().contains(&peer) {
             self.stats.from_failed += 1;
             return;
         }
@@ -891,7 +904,7 @@ impl Glue {
         }
     }
 
-    fn apply_det(&mut self, e: &mut Ext, acts: Vec<detector::Action>) {
+    fn apply_det(&mut self, e: &mut FtPort, acts: Vec<detector::Action>) {
         for a in acts {
             match a {
                 detector::Action::Heartbeat { to } => {
@@ -908,10 +921,10 @@ impl Glue {
         }
     }
 
-    fn advance(&mut self, e: &mut Ext) {
-        let fc = e.failure_count();
+    fn advance(&mut self, e: &mut FtPort) {
+        let fc = e.failures().count();
         if fc != self.seen_failures {
-            let new: Vec<u32> = e.failed_world_ranks()[self.seen_failures.min(fc)..].to_vec();
+            let new: Vec<u32> = e.failures().world_ranks()[self.seen_failures.min(fc)..].to_vec();
             self.seen_failures = fc;
             for w in new {
                 self.on_world_failure(e, w);
@@ -925,15 +938,15 @@ impl Glue {
                 self.apply_det(e, acts);
             }
         }
-        if !self.parked.is_empty() && e.comms_installed() != self.parked_at {
-            self.parked_at = e.comms_installed();
+        if !self.parked.is_empty() && e.contexts().installed() != self.parked_at {
+            self.parked_at = e.contexts().installed();
             for (peer, cls, p) in std::mem::take(&mut self.parked) {
                 self.on_message(e, peer, cls, &p);
             }
         }
     }
 
-    fn on_world_failure(&mut self, e: &mut Ext, w: u32) {
+    fn on_world_failure(&mut self, e: &mut FtPort, w: u32) {
         if let Some(d) = &mut self.det {
             let now = self.clock.elapsed().as_nanos() as u64;
             let acts = d.on_failure(w, now);
@@ -942,7 +955,7 @@ impl Glue {
         let keys: Vec<(u32, u32)> = self.insts.keys().copied().collect();
         for (ctx, seq) in keys {
             let Some(info) = self.comms.get(&ctx) else { continue };
-            if e.comm_ctx(info.id) != Ok(ctx) {
+            if e.comm(info.id).map(|v| v.ctx()) != Ok(ctx) {
                 self.forget(ctx); // a freed communicator
                 continue;
             }
@@ -955,12 +968,12 @@ impl Glue {
 /// A new agreement instance for `info` (a recycled box when there is one).
 #[allow(clippy::vec_box)]
 fn new_agree_instance(
-    e: &Ext,
+    e: &FtPort,
     info: &CommInfo,
     opts: &FtOptions,
     spare: &mut Vec<Box<AgreeInstance>>,
 ) -> Box<AgreeInstance> {
-    let failed: Vec<u32> = e.failed_world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
+    let failed: Vec<u32> = e.failures().world_ranks().iter().filter_map(|&w| info.rank_of(w)).collect();
     let fast = opts.agree == AgreePath::Fast;
     let tree = info.tree.get_or_init(|| Glue::tree_for(&opts.node_of, &info.world_of));
     match spare.pop() {
@@ -981,7 +994,7 @@ fn new_agree_instance(
 }
 
 /// Encode `m` into `buf` and send it to world rank `w`.
-fn send_wire(e: &mut Ext, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
+fn send_wire(e: &mut FtPort, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
     buf.clear();
     m.encode_into(buf);
     // A failed destination is fine to skip: the failure notice path handles it.
@@ -990,7 +1003,7 @@ fn send_wire(e: &mut Ext, buf: &mut Vec<u8>, w: u32, ctx: u32, m: &Wire) {
 
 /// The local member's instance decided `v`: complete its agree or shrink request.
 fn complete(
-    e: &mut Ext,
+    e: &mut FtPort,
     info: &CommInfo,
     pool: &mut CtxPool,
     blocked: &mut Option<Value>,

@@ -5,21 +5,21 @@
 //! unused at each of them; a leader's record reaches its group with [`OpsCore::bcast_bytes`].
 
 use weft_coll::{DType, Kind, Op, Spec};
-use weft_engine::CommId;
+use weft_engine::{CommId, Contexts};
 
 use super::{EngineResult, OpsCore};
 
 impl OpsCore {
     /// This process's next free context id (its contribution to a context agreement).
     pub fn next_ctx(&self) -> EngineResult<u32> {
-        Ok(self.eng()?.ext_ref().next_ctx())
+        Ok(Contexts::of_ref(&*self.eng()?).next())
     }
 
     /// Create a communicator of the world ranks `members` (in rank order) on context `ctx`,
     /// which every member computed alike and which is unused at each (the maximum of their
     /// [`OpsCore::next_ctx`]). This process must be a member.
     pub fn comm_create_agreed(&self, ctx: u32, members: Vec<u32>) -> EngineResult<CommId> {
-        self.eng()?.ext().comm_create_agreed(ctx, members)
+        Contexts::of(&mut *self.eng()?).create_agreed(ctx, members)
     }
 
     /// Blocking `u32` maximum over `c` (a context agreement).

@@ -15,8 +15,8 @@
 
 use std::cell::{Cell, RefCell, RefMut};
 
-use weft_engine::Engine;
 pub use weft_engine::{CommId, Message, ReqId, Stats};
+use weft_engine::{Engine, Setup};
 
 use crate::EngineError;
 
@@ -115,7 +115,7 @@ impl OpsCore {
         self.finalized.set(true);
         // The diagnosis ends with the engine: nothing tests or answers past this point.
         let _ = self.dgrp.stop();
-        e.finalize();
+        Setup::of(&mut e).finalize();
         drop(e);
         self.rt.borrow_mut().finalize().map_err(Error::from)
     }

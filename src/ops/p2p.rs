@@ -2,7 +2,7 @@
 //! probes on a communicator id, waiting for and testing request ids, communicator creation and
 //! the failure knowledge a front end may read (failed and acknowledged ranks).
 
-use weft_engine::{CommId, Message, ReqId, Stats, Status};
+use weft_engine::{CommId, Communicators, Diagnostics, Message, ReqId, Stats, Status};
 
 use super::{EngineResult, OpsCore};
 use crate::EngineError;
@@ -15,17 +15,17 @@ impl OpsCore {
 
     /// This process's rank in `c`.
     pub fn comm_rank(&self, c: CommId) -> EngineResult<u32> {
-        self.eng()?.comm_rank(c)
+        self.eng()?.comm(c).map(|v| v.rank())
     }
 
     /// The world ranks of `c`'s members, in rank order.
     pub fn comm_group(&self, c: CommId) -> EngineResult<Vec<u32>> {
-        self.eng()?.ext_ref().comm_group(c)
+        Ok(self.eng()?.comm(c)?.members().to_vec())
     }
 
     /// Number of ranks of `c`.
     pub fn comm_size(&self, c: CommId) -> EngineResult<u32> {
-        self.eng()?.comm_size(c)
+        self.eng()?.comm(c).map(|v| v.size())
     }
 
     /// A destination rank from a signed value: negative ranks are invalid (`ANY_SOURCE` is
@@ -41,8 +41,8 @@ impl OpsCore {
     /// Name of the transport that reaches `rank` of `c` ("self", "shm", "ofi").
     pub fn transport_to(&self, c: CommId, rank: u32) -> EngineResult<&'static str> {
         let e = self.eng()?;
-        let w = e.comm_world_rank(c, rank)?;
-        Ok(e.route_name(w))
+        let w = e.comm(c).and_then(|v| v.world_rank(rank))?;
+        Ok(Diagnostics::of(&e).route_name(w))
     }
 
     /// Blocking send of `buf` to `dst` with `tag`.
@@ -194,18 +194,18 @@ impl OpsCore {
 
     /// Duplicate `c` (collective over `c`).
     pub fn comm_dup(&self, c: CommId) -> EngineResult<CommId> {
-        self.eng()?.comm_dup(c)
+        Communicators::of(&mut *self.eng()?).dup(c)
     }
 
     /// Split `c` by `color` (or `UNDEFINED`: no communicator), ranks ordered by `key`.
     pub fn comm_split(&self, c: CommId, color: i32, key: i32) -> EngineResult<Option<CommId>> {
-        self.eng()?.comm_split(c, color, key)
+        Communicators::of(&mut *self.eng()?).split(c, color, key)
     }
 
     /// A communicator of the ranks `members` of `c` (in that order), created by those members
     /// only; `tag` separates concurrent creations over overlapping groups.
     pub fn comm_create_group(&self, c: CommId, members: &[u32], tag: i32) -> EngineResult<CommId> {
-        self.eng()?.comm_create_group(c, members, tag)
+        Communicators::of(&mut *self.eng()?).create_group(c, members, tag)
     }
 
     /// The node this process runs on (the runtime's dense node id; `weft-run`'s virtual nodes
@@ -221,22 +221,22 @@ impl OpsCore {
 
     /// Free `c`; receives still posted on it complete with `InvalidComm`.
     pub fn comm_free(&self, c: CommId) -> EngineResult<()> {
-        self.eng()?.comm_free(c)
+        Communicators::of(&mut *self.eng()?).free(c)
     }
 
     /// Ranks of `c` known to have failed.
     pub fn get_failed(&self, c: CommId) -> EngineResult<Vec<u32>> {
-        self.eng()?.get_failed(c)
+        self.eng()?.comm(c).map(|v| v.failed())
     }
 
     /// Acknowledge the failures known now; how many failed ranks are acknowledged.
     pub fn ack_failed(&self, c: CommId) -> EngineResult<usize> {
-        self.eng()?.ack_failed(c)
+        Communicators::of(&mut *self.eng()?).ack_failed(c)
     }
 
     /// The ranks of `c` whose failure was acknowledged.
     pub fn get_acked(&self, c: CommId) -> EngineResult<Vec<u32>> {
-        self.eng()?.get_acked(c)
+        self.eng()?.comm(c).map(|v| v.acked())
     }
 
     /// Run the progress engine once; how many events it handled.
@@ -246,13 +246,14 @@ impl OpsCore {
 
     /// Engine counters.
     pub fn stats(&self) -> Stats {
-        self.engine.borrow().stats().clone()
+        Diagnostics::of(&self.engine.borrow()).stats().clone()
     }
 
     /// Messages handed to each transport so far, by transport name.
     pub fn messages_by_transport(&self) -> Vec<(&'static str, u64)> {
         let e = self.engine.borrow();
-        e.transport_names().into_iter().zip(e.stats().sent_by_transport.iter().copied()).collect()
+        let d = Diagnostics::of(&e);
+        d.transport_names().into_iter().zip(d.stats().sent_by_transport.iter().copied()).collect()
     }
 
     /// How many failed ranks this process learned of first from each source: every transport
@@ -260,9 +261,9 @@ impl OpsCore {
     /// launcher's PMIx events) and "upper" (the FT layer: heartbeat detector, peers' findings).
     pub fn failures_by_source(&self) -> Vec<(&'static str, u64)> {
         let e = self.engine.borrow();
-        let l = &e.stats().learned;
+        let l = &Diagnostics::of(&e).stats().learned;
         let mut v: Vec<(&'static str, u64)> =
-            e.transport_names().into_iter().zip(l.transport.iter().copied()).collect();
+            Diagnostics::of(&e).transport_names().into_iter().zip(l.transport.iter().copied()).collect();
         v.push(("runtime", l.runtime));
         v.push(("upper", l.upper));
         v
@@ -270,11 +271,11 @@ impl OpsCore {
 
     /// The engine's queues and pending requests, for diagnosing a hang.
     pub fn debug_state(&self) -> String {
-        self.engine.borrow_mut().debug_state()
+        Diagnostics::of(&self.engine.borrow()).debug_state()
     }
 
     /// World ranks known to have failed, in order of detection.
     pub fn failed_world_ranks(&self) -> Vec<u32> {
-        self.engine.borrow().failed_world_ranks().to_vec()
+        self.engine.borrow().failures().world_ranks().to_vec()
     }
 }
