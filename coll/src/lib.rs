@@ -76,7 +76,7 @@ mod scatter;
 
 use std::rc::Rc;
 
-use weft_engine::{CollPort, CommId, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
+use weft_engine::{CollPort, CommId, Common, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
 
 pub use dtype::{as_bytes, DType, Datatype, DoubleInt, FloatInt, IntInt};
 pub use op::{Op, UserFnPtr};

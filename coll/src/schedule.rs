@@ -26,7 +26,7 @@ use std::borrow::BorrowMut;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use weft_engine::{Activity, CollPort, CommId, Error, RecvStart, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CollPort, CommId, Common, Error, RecvStart, ReqId, Result, Status, Step};
 
 use crate::dtype::DType;
 use crate::op::Op;

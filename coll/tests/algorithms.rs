@@ -7,7 +7,7 @@ mod common;
 use proptest::prelude::*;
 use weft_coll::select::valid;
 use weft_coll::*;
-use weft_engine::{CollPort, Engine, Error};
+use weft_engine::{CollPort, Common, Engine, Error};
 
 /// Which operation a case uses.
 #[derive(Clone, Copy, Debug)]

@@ -4,7 +4,7 @@
 mod common;
 
 use weft_coll::*;
-use weft_engine::{CollPort, Communicators, Diagnostics, Engine, Error, ReqId};
+use weft_engine::{CollPort, Common, Communicators, Diagnostics, Engine, Error, ReqId};
 
 /// Start an i64 allreduce (sum) of `send` into `recv`.
 unsafe fn iallreduce(

@@ -14,7 +14,7 @@
 mod common;
 
 use weft_coll::*;
-use weft_engine::{CollPort, CommId, Engine};
+use weft_engine::{CollPort, CommId, Common, Engine};
 
 /// The measured loop: only this function is collected.
 #[inline(never)]

@@ -1,8 +1,9 @@
 //! [`CollPort`]: the capability of the collectives layer (`weft-coll`), and only what that
 //! layer calls — point-to-point on a communicator's internal context (tags from
 //! [`crate::FIRST_COLL_TAG`] on; it never matches user receives), activities that progress a
-//! non-blocking collective's schedule, generic requests for its caller, the blocking
-//! primitives of a blocking collective, and the communicator view.
+//! non-blocking collective's schedule, and generic requests for its caller; with
+//! [`crate::Common`] (shared with the engine), the communicator view and the blocking
+//! primitives of a blocking collective.
 //!
 //! The collectives hold a [`CollPort`] from [`CollPort::of`] (the facade's call) and in every
 //! advance of their activities. Every method is a direct (static) call into the engine.
@@ -11,7 +12,6 @@ use crate::activity::Activity;
 use crate::engine::ForColl;
 use crate::error::Result;
 use crate::request::{RecvStart, ReqId};
-use crate::view::CommView;
 use crate::{CollPort, CommId, Engine, Status};
 
 impl CollPort {
@@ -102,23 +102,5 @@ impl CollPort {
     ) -> Result<RecvStart> {
         // SAFETY: forwarded contract.
         unsafe { self.0.irecv_ctx(c, 1, buf, len, src, tag, false) }
-    }
-
-    /// Make progress once (see [`Engine::progress`]).
-    #[inline]
-    pub fn progress(&mut self) -> usize {
-        self.0.progress()
-    }
-
-    /// Wait for `id` to complete (see [`Engine::wait`]). Not from an activity.
-    #[inline]
-    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
-        self.0.wait(id)
-    }
-
-    /// Communicator `c` (see [`Engine::comm`]).
-    #[inline]
-    pub fn comm(&self, c: CommId) -> Result<CommView<'_>> {
-        self.0.core.comm_view(c)
     }
 }

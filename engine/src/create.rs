@@ -40,7 +40,7 @@ impl Engine {
     /// ⌈log₂ n⌉ rounds of one zero-byte message each way).
     pub fn barrier(&mut self, c: CommId) -> Result<()> {
         let (rank, size) = {
-            let v = self.comm(c)?;
+            let v = self.core.comm_view(c)?;
             (v.rank(), v.size())
         };
         let mut dist = 1;
@@ -66,7 +66,7 @@ impl Engine {
     /// creation, which is not a hot path).
     pub(crate) fn allgather_small(&mut self, c: CommId, mine: &[u8]) -> Result<Vec<u8>> {
         let (rank, size) = {
-            let v = self.comm(c)?;
+            let v = self.core.comm_view(c)?;
             (v.rank(), v.size() as usize)
         };
         let n = mine.len();
@@ -124,7 +124,7 @@ impl Engine {
     /// in that order, exchanging messages only among them on `c`'s internal context with
     /// tags `tag` (gather) and `tag + 1` (broadcast).
     fn allgather_among(&mut self, c: CommId, members: &[u32], mine: &[u8], tag: i32) -> Result<Vec<u8>> {
-        let me = self.comm(c)?.rank();
+        let me = self.core.comm_view(c)?.rank();
         let pos = members
             .iter()
             .position(|&r| r == me)
@@ -161,7 +161,7 @@ impl Engine {
         if !(0..1 << 28).contains(&tag) {
             return Err(Error::InvalidTag(tag));
         }
-        let size = self.comm(c)?.size();
+        let size = self.core.comm_view(c)?.size();
         if members.iter().any(|&r| r >= size) {
             return Err(Error::InvalidArg("group member outside the communicator".into()));
         }
@@ -280,7 +280,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Communicators, Contexts, Engine, EngineConfig};
+    use crate::{Common, Communicators, Contexts, Engine, EngineConfig};
 
     /// A window reserved for a pending creation: other creations take ids past it, messages
     /// for its ids may still come, and ending it gives back what its creation did not use

@@ -25,15 +25,12 @@ use crate::activity::{Activity, Step};
 use crate::comm::{CommState, Comms};
 use crate::config::EngineConfig;
 use crate::core::{Core, ROUTE_NONE, ROUTE_SELF};
-use crate::error::Result;
 use crate::fail_table::Failures;
 use crate::matching::Matching;
 use crate::pending::SplitTodo;
 use crate::request::{ReqId, Requests};
 use crate::stats::{Origin, Stats};
 use crate::transport::{Header, Transport};
-use crate::view::{CommView, FailureView};
-use crate::CommId;
 
 /// An out-of-band source of failure notices (the runtime's termination events): appends
 /// newly failed world ranks.
@@ -187,30 +184,9 @@ impl Engine {
         }
     }
 
-    /// The world communicator.
-    pub fn world(&self) -> CommId {
-        self.core.world
-    }
-
     /// This process's world rank.
     pub fn world_rank(&self) -> u32 {
         self.core.me
-    }
-
-    /// Communicator `c` as it stands here: rank, size, members, context, revocation, error
-    /// scope, and its failed and acknowledged members ([`Error::InvalidComm`] if `c` names no
-    /// live communicator).
-    ///
-    /// [`Error::InvalidComm`]: crate::Error::InvalidComm
-    #[inline]
-    pub fn comm(&self, c: CommId) -> Result<CommView<'_>> {
-        self.core.comm_view(c)
-    }
-
-    /// The failure table: the world ranks known to have failed, in order of detection.
-    #[inline]
-    pub fn failures(&self) -> FailureView<'_> {
-        FailureView::new(&self.core.failed)
     }
 
     /// True while `id` names a request that test/wait has not returned yet.

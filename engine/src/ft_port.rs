@@ -11,9 +11,10 @@
 //!   `failure.rs`);
 //! - the communicator view, the context ids ([`crate::Contexts`]) and the creation of a
 //!   communicator whose context id the layer agreed on (shrink);
-//! - the **blocking primitives** of its blocking calls: [`FtPort::wait`] and
-//!   [`FtPort::idle_wait`] (a control message ends the poll it arrives in, so a blocking call
-//!   that waits for control traffic sees it at once).
+//! - [`FtPort::idle_wait`], the idle step of its blocking calls (a control message ends the
+//!   poll it arrives in, so a blocking call that waits for control traffic sees it at once);
+//! - and, through [`crate::Common`] (shared with the engine): the world communicator, the
+//!   communicator and failure-table views, `wait` and `cancel`.
 //!
 //! Handlers and activities run outside the transport poll; they must not block.
 
@@ -24,7 +25,6 @@ use crate::error::{Error, Result};
 use crate::request::{RecvStart, ReqId};
 use crate::stats::Origin;
 use crate::transport::{class, Header, TransportError};
-use crate::view::{CommView, FailureView};
 use crate::{ClassHandler, CommId, Engine, FtPort, Status};
 
 impl FtPort {
@@ -153,42 +153,12 @@ impl FtPort {
         unsafe { self.0.irecv_ctx(c, 1, buf, len, src, tag, false) }
     }
 
-    /// Withdraw a receive posted on the internal context that has not matched (see
-    /// [`Engine::cancel`]): true if it was cancelled and freed, false if it is done (take its
-    /// result).
-    pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
-        self.0.cancel(id)
-    }
-
-    /// Wait for `id` to complete (see [`Engine::wait`]). Not from an activity or a handler.
-    #[inline]
-    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
-        self.0.wait(id)
-    }
-
     /// One idle iteration of a loop that waits for its own condition: progress, and after
     /// 16 idle iterations in yield mode (1024 in poll mode) give the core away (`spins` starts
     /// at 0).
     #[inline]
     pub fn idle_wait(&mut self, spins: &mut u32) {
         self.0.idle_wait(spins)
-    }
-
-    /// The world communicator (this process's job).
-    pub fn world_comm(&self) -> CommView<'_> {
-        self.0.core.comm_view(self.0.core.world).expect("the world communicator is never freed")
-    }
-
-    /// Communicator `c` (see [`Engine::comm`]).
-    #[inline]
-    pub fn comm(&self, c: CommId) -> Result<CommView<'_>> {
-        self.0.core.comm_view(c)
-    }
-
-    /// The failure table (see [`Engine::failures`]).
-    #[inline]
-    pub fn failures(&self) -> FailureView<'_> {
-        self.0.failures()
     }
 
     /// Context ids: the next free one, those that may still come, the communicator of one.

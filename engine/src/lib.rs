@@ -25,7 +25,8 @@
 //!   handlers), `failure` (failure knowledge, revocation, error scope, and completing what
 //!   they end), `finalize` (goodbye handshake), `create` (communicator creation, barrier),
 //!   `universe` (peers joining at run time);
-//! - **interfaces** (one file each, nothing duplicated with [`Engine`]'s own methods):
+//! - **interfaces** (one file each; nothing repeated between them and [`Engine`]'s own
+//!   methods: what they all need is the one trait `common` ([`Common`])):
 //!   `coll_port` ([`CollPort`], the collectives layer's), `ft_port` ([`FtPort`], the
 //!   fault-tolerance layer's), `contexts` ([`Contexts`], agreed context ids),
 //!   `communicators` ([`Communicators`]: dup, split, free, error scope, acknowledgement),
@@ -39,6 +40,7 @@ mod activity;
 mod buffer;
 mod coll_port;
 mod comm;
+mod common;
 mod communicators;
 mod config;
 mod contexts;
@@ -68,6 +70,7 @@ mod view;
 
 pub use activity::{Activity, Step, FIRST_COLL_TAG, FIRST_EXT_TAG};
 pub use comm::{CommId, ErrScope};
+pub use common::Common;
 pub use communicators::Communicators;
 pub use config::{EngineConfig, ProgressMode};
 pub use contexts::Contexts;

@@ -23,7 +23,7 @@ impl Engine {
     /// Make progress on every transport once; returns how many events happened (messages,
     /// and failures learned: a wait loop that just learned of one looks at its request before
     /// it yields the core).
-    pub fn progress(&mut self) -> usize {
+    pub(crate) fn progress(&mut self) -> usize {
         let mut n = 0;
         let core = &mut self.core;
         for t in self.transports.iter_mut() {
@@ -154,7 +154,7 @@ impl Engine {
     /// Withdraw a request that has not started moving data: a posted receive that has not
     /// matched, or an eager send still queued for transport space. Returns true if it was
     /// cancelled (and freed); false if it is already under way or done (wait for it).
-    pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
+    pub(crate) fn cancel(&mut self, id: ReqId) -> Result<bool> {
         let Some(r) = self.core.reqs.get(id) else {
             return Err(Error::InvalidRequest);
         };
@@ -225,7 +225,7 @@ impl Engine {
     /// transports do not look further (for a shared-memory ring, reading the next record's
     /// line would cost a transfer from the sender's core between the completion and this
     /// caller). Other waits (`wait_all`, `wait_any`, tests) keep draining in batches.
-    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+    pub(crate) fn wait(&mut self, id: ReqId) -> Result<Status> {
         let mut spins = 0;
         let r = loop {
             match self.take_if_done(id) {

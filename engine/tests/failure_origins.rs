@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use weft_engine::{Diagnostics, Engine, EngineConfig, Setup};
+use weft_engine::{Common, Diagnostics, Engine, EngineConfig, Setup};
 
 /// An engine (rank 0 of 4) with one failure source fed through `queue`, and a slow path far
 /// in the future so only `slow_path` or the wake flag polls it.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use weft_engine::transport::{class, Header, Transport, TransportError};
-use weft_engine::{Diagnostics, Engine, EngineConfig, Setup};
+use weft_engine::{Common, Diagnostics, Engine, EngineConfig, Setup};
 use weft_fabric::{OfiConfig, OfiTransport};
 use weft_testkit::traffic::{Kill, Plan, Step, BIG};
 

@@ -29,7 +29,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use weft_engine::transport::{GetStatus, Header, RKey, Transport, TransportError};
-use weft_engine::{Engine, EngineConfig, Setup};
+use weft_engine::{Common, Engine, EngineConfig, Setup};
 use weft_fabric::rcache::RCacheStats;
 use weft_fabric::{OfiConfig, OfiTransport};
 

@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
-use weft_engine::{Activity, CommId, Error, FtPort, Header, Result, Step};
+use weft_engine::{Activity, CommId, Common, Error, FtPort, Header, Result, Step};
 
 use crate::dgrp::{Action, Dgrp, Msg, Options, Stats};
 use crate::{class, Ft};
@@ -109,9 +109,8 @@ impl DgrpGlue {
         if g.run.is_some() {
             return Err(Error::InvalidArg("dgrp: the diagnosis is already started".into()));
         }
-        let world = e.world_comm();
-        // This process's world rank: its member entry in the world communicator.
-        let (n, me) = (world.size(), world.members()[world.rank() as usize]);
+        let world = e.comm(e.world())?;
+        let (n, me) = (world.size(), world.world_rank(world.rank())?);
         if e.comm(comm)?.size() != n {
             return Err(Error::InvalidArg("dgrp: the internal communicator must span the world".into()));
         }

@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-use weft_engine::{Activity, CommId, Error, FtPort, Header, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CommId, Common, Error, FtPort, Header, ReqId, Result, Status, Step};
 
 use crate::agree::{self, union, Era, Tree, Value};
 use crate::detector::{self, Detector};
@@ -290,9 +290,8 @@ impl Ft {
         if let Some(p) = g.opts.hb_period_ms {
             let period = p.max(1) * 1_000_000;
             let timeout = g.opts.hb_timeout_ms.map_or(3 * period, |t| t.max(1) * 1_000_000);
-            let world = e.world_comm();
-            // This process's world rank: its member entry in the world communicator.
-            let (n, me) = (world.size(), world.members()[world.rank() as usize]);
+            let world = e.comm(e.world())?;
+            let (n, me) = (world.size(), world.world_rank(world.rank())?);
             let now = g.now();
             let mut d = Detector::new(n, me, period, timeout, now);
             for &w in e.failures().world_ranks() {

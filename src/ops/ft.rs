@@ -2,7 +2,7 @@
 //! the non-blocking one), shrink, error scope and uniform mode. The protocols are
 //! `weft-ft`'s; the failure knowledge (failed and acknowledged ranks) is read in `p2p.rs`.
 
-use weft_engine::{CommId, Communicators, ErrScope, FtPort, ReqId};
+use weft_engine::{CommId, Common, Communicators, ErrScope, FtPort, ReqId};
 
 use super::{EngineResult, OpsCore};
 use crate::{Config, Result};

@@ -2,7 +2,7 @@
 //! probes on a communicator id, waiting for and testing request ids, communicator creation and
 //! the failure knowledge a front end may read (failed and acknowledged ranks).
 
-use weft_engine::{CommId, Communicators, Diagnostics, Message, ReqId, Stats, Status};
+use weft_engine::{CommId, Common, Communicators, Diagnostics, Message, ReqId, Stats, Status};
 
 use super::{EngineResult, OpsCore};
 use crate::EngineError;

@@ -11,7 +11,7 @@
 //! free at the children too: a child installs it at init, before anything else allocates a
 //! context. Front ends build their intercommunicator on that union.
 
-use weft_engine::{CommId, Contexts, Engine, Setup};
+use weft_engine::{CommId, Common, Contexts, Engine, Setup};
 use weft_pmix::universe::{JobRef, Parents, SpawnRequest, KEY_SPAWN_CTX, KEY_SPAWN_PARENTS};
 
 use super::{EngineResult, OpsCore};

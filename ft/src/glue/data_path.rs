@@ -28,7 +28,7 @@
 //!
 //! Wire format (16 bytes, little endian): sequence number, communicator epoch, flag.
 
-use weft_engine::{CommId, Error, FtPort, RecvStart, ReqId, Result, FIRST_EXT_TAG};
+use weft_engine::{CommId, Common, Error, FtPort, RecvStart, ReqId, Result, FIRST_EXT_TAG};
 
 use super::{Ft, Glue, Local, KEEP_DECIDED};
 use crate::agree::{Action, Msg, Value, FAST_DIRECT as DIRECT, FAST_DIRECT_MAX};
