@@ -299,7 +299,7 @@ fn failed_rank_gives_proc_failed_without_hang() {
                     Err(x) => break Err(x),
                 }
                 if t0.elapsed().as_secs() > 2 {
-                    panic!("{alg} rank {r} stuck: {}", Diagnostics::of(&e).debug_state());
+                    panic!("{alg} rank {r} stuck: {}", Diagnostics::of(e).debug_state());
                 }
             };
             assert!(matches!(res, Err(Error::ProcFailed { .. })), "{alg} rank {r}: {res:?}");

@@ -240,7 +240,7 @@ fn split_rendezvous_moves_every_byte() {
                 let data: Vec<u8> = (0..len).map(|i| pat(len, i)).collect();
                 e.send(w, &data, 1, 3).unwrap();
             }
-            assert_eq!(Diagnostics::of(&e).stats().split_rndv, 0, "the sender received nothing");
+            assert_eq!(Diagnostics::of(e).stats().split_rndv, 0, "the sender received nothing");
         } else {
             for &len in &sizes {
                 let mut b = vec![0u8; len];
@@ -248,7 +248,7 @@ fn split_rendezvous_moves_every_byte() {
                 assert_eq!(st.count, len);
                 assert!(b.iter().enumerate().all(|(i, &x)| x == pat(len, i)), "{len} bytes differ");
             }
-            assert_eq!(Diagnostics::of(&e).stats().split_rndv, sizes.len() as u64);
+            assert_eq!(Diagnostics::of(e).stats().split_rndv, sizes.len() as u64);
         }
         e.barrier(w).unwrap();
     });
@@ -287,7 +287,7 @@ fn a_peer_done_reading_takes_the_split_of_the_rest() {
             rank0_read.store(true, Ordering::Release);
             e.wait_all(&sends).unwrap();
             assert_eq!(
-                Diagnostics::of(&e).stats().split_rndv,
+                Diagnostics::of(e).stats().split_rndv,
                 0,
                 "rank 0 read while rank 1 had its sends pending"
             );
@@ -297,7 +297,7 @@ fn a_peer_done_reading_takes_the_split_of_the_rest() {
             }
             e.wait_all(&recvs).unwrap();
             e.wait_all(&sends).unwrap();
-            let st = Diagnostics::of(&e).stats();
+            let st = Diagnostics::of(e).stats();
             assert_eq!(st.split_rndv, WIN as u64, "rank 1 splits the window once rank 0 is done");
             assert_eq!(st.split_late, 1, "decided at the first receive, after polling the FINs");
         }
@@ -367,7 +367,7 @@ proptest! {
                             break st;
                         }
                         if t0.elapsed() > Duration::from_secs(5) {
-                            panic!("receive for tag {tag} (want seq {want_seq}) stuck:\n{}", Diagnostics::of(&e).debug_state());
+                            panic!("receive for tag {tag} (want seq {want_seq}) stuck:\n{}", Diagnostics::of(e).debug_state());
                         }
                     };
                     let seq = u32::from_le_bytes(b[..4].try_into().unwrap());
@@ -571,7 +571,7 @@ fn receive_matched_at_post_completes_without_request() {
         } else {
             // Wait until both messages of tag 3 are here (unexpected), then post.
             let t = Instant::now();
-            while Diagnostics::of(&e).stats().unexpected < 3 {
+            while Diagnostics::of(e).stats().unexpected < 3 {
                 e.progress();
                 assert!(t.elapsed() < Duration::from_secs(10), "messages never arrived");
             }

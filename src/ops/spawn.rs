@@ -131,7 +131,7 @@ pub(super) fn join_parents(
     let world = e.comm(e.world())?.members().to_vec();
     let me = e.world_rank();
     let base = world.first().copied().unwrap_or(me);
-    if ctx < Contexts::of_ref(&e).next() {
+    if ctx < Contexts::of_ref(e).next() {
         return Err(
             EngineError::Spawn(format!("context id {ctx} from the parents is already in use here")).into()
         );
