@@ -1,4 +1,5 @@
-//! Communicator management and the engine's internal collectives (barrier, small allgather)
+//! Communicator creation (behind [`crate::Communicators`] and [`crate::Contexts`]) and the
+//! engine's internal collectives (barrier, small allgather)
 //! that communicator creation needs. They run on the communicator's internal context
 //! (`ctx + 1`) so they never match user messages.
 //!
@@ -16,7 +17,7 @@ const TAG_BARRIER: i32 = 1;
 const TAG_GATHER: i32 = 2;
 const TAG_BCAST: i32 = 3;
 
-/// Color that leaves a process out of every new communicator in [`Engine::comm_split`].
+/// Color that leaves a process out of every new communicator in [`crate::Communicators::split`].
 pub const UNDEFINED: i32 = -1;
 
 impl Engine {
@@ -260,7 +261,7 @@ impl Engine {
         Ok((start, end))
     }
 
-    /// End the reservation of the window ending at `end` ([`Engine::reserve_ctx`]) once its
+    /// End the reservation of the window ending at `end` (`reserve_ctx`) once its
     /// creation installed its communicators on ids below `used`: the ids from `used` to `end`
     /// are given back if no creation took ids since the reservation (the next free id is
     /// still `end`); otherwise they stay unused.

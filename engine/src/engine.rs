@@ -12,7 +12,7 @@
 //! `create.rs` (communicator creation) and `universe.rs` (peers joining at run time).
 //!
 //! One engine per process, driven from the caller's thread: every blocking call and every
-//! test/wait runs [`Engine::progress`]. Message path: `send` → `isend_ctx` (route table) →
+//! test/wait runs [`crate::Common::progress`]. Message path: `send` → `isend_ctx` (route table) →
 //! transport `try_send` (or the per-destination pending queue when the transport is full);
 //! arrival: transport `poll` → [`Core::on_message`] → posted-receive match or unexpected queue.
 //! Large messages use rendezvous: RTS (carrying the exposed buffer) → receiver `get` straight

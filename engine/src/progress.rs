@@ -1,8 +1,8 @@
 //! Progress and completion: one progress call (poll every transport, then the auxiliary work
 //! — queued sends, rendezvous, control messages, activities — and, by time, the slow path
-//! that polls for failures), the idle step of blocking loops, and test/wait/cancel on
-//! requests, and the generic requests of the upper layers. A blocking [`Engine::wait`] names the request it waits for, so the message that
-//! completes it ends the poll (see `recv.rs`).
+//! that polls for failures), the idle step of blocking loops, test/wait/cancel on requests,
+//! and the generic requests of the upper layers. A blocking wait names the request it waits
+//! for, so the message that completes it ends the poll (see `recv.rs`).
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;

@@ -39,7 +39,7 @@ impl ReqId {
     }
 }
 
-/// How a receive started by [`crate::Ext::irecv_coll_opt`] stands.
+/// How a receive started by [`crate::CollPort::irecv_coll_opt`] stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecvStart {
     /// Matched at once by a message that was already here: complete, no request.
@@ -77,7 +77,7 @@ pub(crate) enum Phase {
     /// phase otherwise).
     RecvAwaitPut { peer: u32 },
     /// An operation of an upper layer (a non-blocking collective, an agreement): completed by
-    /// [`crate::Ext::complete_request`].
+    /// [`crate::CollPort::complete_request`] / [`crate::FtPort::complete_request`].
     Generic,
     /// Finished; the result waits for test/wait.
     Done(Result<Status, Error>),

@@ -3,8 +3,9 @@
 //! once the RTS matches a receive, reads the data straight into the user buffer with the
 //! transport's `get` (at once or asynchronously) and sends a FIN back; the FIN completes the
 //! send and withdraws the exposure. Large messages on a transport that can also write a
-//! peer's memory split the copy between both sides (`split.rs`). A rendezvous to this process itself (a synchronous send
-//! to self) is copied from the sender's request when it matches.
+//! peer's memory split the copy between both sides (`split.rs`). A rendezvous to this process
+//! itself (a synchronous send to self) is copied from the sender's request when it matches.
+//! Its work items (matched offers, reads in flight) are data in `pending.rs`.
 
 use crate::buffer::UserBuf;
 use crate::core::{user_status, Core, ROUTE_SELF};

@@ -1,7 +1,12 @@
 //! The send path: eager sends straight to the transport or into the per-destination FIFO
 //! queue when the transport is full, the start of a rendezvous (expose, RTS), synchronous
-//! sends (always a rendezvous), and the flush of those queues on progress. Owns [`Outgoing`] and the queue discipline: a message to a
-//! peer never overtakes an earlier one to the same peer.
+//! sends (always a rendezvous), and the flush of those queues on progress. Owns the queue
+//! discipline (the queued messages themselves are data, in `pending.rs`): a message to a peer
+//! never overtakes an earlier one to the same peer.
+//!
+//! A blocking send is two calls here: [`Engine::send`] (inlined into its caller) →
+//! `isend_ctx` (arguments checked once, route looked up) → the transport's `try_send`, handed
+//! the header and the caller's bytes; the transport needs nothing else from the engine.
 
 use crate::buffer::UserBuf;
 use crate::comm::ErrScope;

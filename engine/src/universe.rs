@@ -7,9 +7,9 @@
 //! spawned process, `base..base+k` — [`Engine::with_world`]); communicators that span jobs
 //! (a spawn's intercommunicator and whatever is built from it) name universe ranks like any
 //! other. Peers of another job are reached through transports added after init
-//! ([`crate::Setup::add_peer_transport`]); a transport all of whose peers failed or said goodbye is
-//! retired and its slot reused ([`crate::Setup::retire_dead_transports`]), so a job that replaces
-//! failed processes again and again keeps a bounded set of transports.
+//! ([`crate::Setup::add_peer_transport`]); a transport all of whose peers failed or said
+//! goodbye is retired and its slot reused ([`crate::Setup::retire_dead_transports`]), so a job
+//! that replaces failed processes again and again keeps a bounded set of transports.
 //!
 //! Nothing here runs on the data path: the tables grow only when a spawn connects new peers.
 
