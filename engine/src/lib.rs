@@ -12,7 +12,7 @@
 //!
 //! Module map, state below behaviour (no module of the first group imports one of the
 //! second; `scripts/check-structure` keeps the import graph free of circles):
-//! - **state**: `core` ([`Core`](core): routes, queues, requests, per-peer flags, the pending
+//! - **state**: `core` (`Core`: routes, queues, requests, per-peer flags, the pending
 //!   work between polls), `comm` (communicator table), `matching` (posted/unexpected queues
 //!   per context), `request` (request table), `pending` (queued sends, rendezvous reads,
 //!   split work), `fail_table` (failure-knowledge table), `stats`, `config`, `buffer` (the

@@ -10,15 +10,15 @@ use crate::error::Result;
 use crate::fail_table::Failures;
 use crate::CommId;
 
-/// One communicator as it stands here (from [`crate::Engine::comm`],
-/// [`crate::CollPort::comm`] or [`crate::FtPort::comm`]).
+/// One communicator as it stands here (from [`crate::Common::comm`], on the engine or a
+/// layer's capability).
 #[derive(Clone, Copy)]
 pub struct CommView<'a> {
     comm: &'a CommState,
     failed: &'a Failures,
 }
 
-/// The failure table (from [`crate::Engine::failures`] or [`crate::FtPort::failures`]).
+/// The failure table (from [`crate::Common::failures`]).
 #[derive(Clone, Copy)]
 pub struct FailureView<'a> {
     failed: &'a Failures,
