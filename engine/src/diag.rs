@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::core::ROUTE_SELF;
+use crate::engine::ROUTE_SELF;
 use crate::matching::Arrived;
 use crate::stats::Stats;
 use crate::Engine;

@@ -7,7 +7,7 @@
 //! The table itself is in `fail_table.rs`; the fast path reads only its `any` (one word).
 
 use crate::comm::{CommState, ErrScope};
-use crate::core::Core;
+use crate::engine::Core;
 use crate::error::{Error, Result};
 use crate::request::{Phase, Req};
 use crate::stats::Origin;

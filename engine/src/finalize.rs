@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::Core;
+use crate::engine::Core;
 use crate::pending::{Body, Outgoing, RTS_BODY};
 use crate::transport::{class, Header};
 use crate::Engine;

@@ -12,13 +12,13 @@
 //!
 //! Module map, state below behaviour (no module of the first group imports one of the
 //! second; `scripts/check-structure` keeps the import graph free of circles):
-//! - **state**: `core` (`Core`: routes, queues, requests, per-peer flags, the pending
-//!   work between polls), `comm` (communicator table), `matching` (posted/unexpected queues
-//!   per context), `request` (request table), `pending` (queued sends, rendezvous reads,
-//!   split work), `fail_table` (failure-knowledge table), `stats`, `config`, `buffer` (the
-//!   only place user buffers are dereferenced), `transport` (trait, header), `error`,
-//!   `activity` (the [`Activity`] trait upper layers plug in), `view` ([`CommView`],
-//!   [`FailureView`]), `engine` ([`Engine`] and the two layer capabilities' types);
+//! - **state**: `engine` ([`Engine`], and `Core`: routes, queues, requests, per-peer flags,
+//!   the pending work between polls; and the two layer capabilities' types), `comm`
+//!   (communicator table), `matching` (posted/unexpected queues per context), `request`
+//!   (request table), `pending` (queued sends, rendezvous reads, split work), `fail_table`
+//!   (failure-knowledge table), `stats`, `config`, `buffer` (the only place user buffers are
+//!   dereferenced), `transport` (trait, header), `error`, `activity` (the [`Activity`] trait
+//!   upper layers plug in), `view` ([`CommView`], [`FailureView`]);
 //! - **behaviour**: `send` (send path, per-destination queues), `recv` (receive path,
 //!   matching of arrivals), `rndv` (rendezvous), `split` (split rendezvous), `progress`
 //!   (progress, test, wait, cancel, generic requests), `dispatch` (activities, control-message
@@ -44,7 +44,6 @@ mod common;
 mod communicators;
 mod config;
 mod contexts;
-mod core;
 mod create;
 mod diag;
 mod dispatch;

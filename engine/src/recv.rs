@@ -7,7 +7,7 @@
 
 use crate::buffer::UserBuf;
 use crate::comm::ErrScope;
-use crate::core::{check_tag, user_status, Core};
+use crate::engine::{check_tag, user_status, Core};
 use crate::error::{Error, Result};
 use crate::matching::{Arrived, Posted, Unexpected};
 use crate::pending::{RndvTodo, RTS_BODY};

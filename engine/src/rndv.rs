@@ -8,7 +8,7 @@
 //! Its work items (matched offers, reads in flight) are data in `pending.rs`.
 
 use crate::buffer::UserBuf;
-use crate::core::{user_status, Core, ROUTE_SELF};
+use crate::engine::{user_status, Core, ROUTE_SELF};
 use crate::error::Error;
 use crate::pending::{Body, GetInFlight, Outgoing, RndvTodo, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};

@@ -10,7 +10,7 @@
 
 use crate::buffer::UserBuf;
 use crate::comm::ErrScope;
-use crate::core::{check_tag, user_status, Core, ROUTE_NONE, ROUTE_SELF};
+use crate::engine::{check_tag, user_status, Core, ROUTE_NONE, ROUTE_SELF};
 use crate::error::{Error, Result};
 use crate::pending::{Body, Outgoing, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};

@@ -18,7 +18,7 @@
 //! dies instead, the receive fails with `ProcFailed` (a dead process writes nothing more).
 
 use crate::buffer::UserBuf;
-use crate::core::Core;
+use crate::engine::Core;
 use crate::error::Error;
 use crate::pending::{Awaiting, Body, CtsTodo, Outgoing, RndvTodo, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use crate::core::{ROUTE_NONE, ROUTE_SELF};
+use crate::engine::{ROUTE_NONE, ROUTE_SELF};
 use crate::error::{Error, Result};
 use crate::transport::{GetStatus, Header, RKey, Transport, TransportError};
 use crate::{Engine, EngineConfig};

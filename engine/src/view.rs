@@ -5,7 +5,7 @@
 //! these queries are written once.
 
 use crate::comm::{CommState, ErrScope};
-use crate::core::Core;
+use crate::engine::Core;
 use crate::error::Result;
 use crate::fail_table::Failures;
 use crate::CommId;
