@@ -55,8 +55,8 @@ impl Glue {
             if self.comms.len() >= self.sweep_at {
                 self.sweep_freed(e);
             }
-            let world_of = e.comm(c).map(|v| v.members().to_vec())?;
-            let rank = e.comm(c)?.rank();
+            let v = e.comm(c)?;
+            let (world_of, rank) = (v.members().to_vec(), v.rank());
             let info = CommInfo {
                 id: c,
                 epoch: epoch_of(&world_of),
@@ -120,7 +120,7 @@ impl Glue {
             return Some((i.id, i.epoch));
         }
         let c = e.contexts().comm_of(ctx)?;
-        Some((c, epoch_of(e.comm(c).map(|v| v.members()).ok()?)))
+        Some((c, epoch_of(e.comm(c).ok()?.members())))
     }
 
     /// Keep a message for a communicator not created here yet (bounded).

@@ -26,8 +26,8 @@ impl Glue {
         epoch: u32,
         from: Option<u32>,
     ) -> Result<()> {
-        let members = e.comm(c)?.members();
-        let me = e.comm(c)?.rank();
+        let v = e.comm(c)?;
+        let (members, me) = (v.members(), v.rank());
         let failed: Vec<u32> = if e.failures().count() == 0 {
             Vec::new()
         } else {
