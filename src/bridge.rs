@@ -11,7 +11,7 @@
 //!
 //! weft-run runs every process on one host, so shared memory always reaches the other job.
 
-use weft_engine::{Engine, TransportError};
+use weft_engine::{Engine, Setup, TransportError};
 use weft_shm::ShmTransport;
 
 use crate::init::{shm_config, SharedRuntime};
@@ -36,8 +36,8 @@ pub(crate) fn connect(
         return Err(EngineError::InvalidArg("a process is both a parent and a child of the spawn".into()));
     }
     let universe = all.iter().copied().max().map_or(0, |m| m + 1);
-    engine.grow_universe(universe);
-    engine.retire_dead_transports();
+    Setup::of(engine).grow_universe(universe);
+    Setup::of(engine).retire_dead_transports();
     let rt_err = |e: weft_pmix::RuntimeError| EngineError::Spawn(e.to_string());
     let mut shm = ShmTransport::create(me, &all, &shm_config(cfg))?;
     let key = format!("spawn.{children_base}");
@@ -58,6 +58,6 @@ pub(crate) fn connect(
         Ok(()) | Err(TransportError::PeerDead(_)) => {}
         Err(e) => return Err(e.into()),
     }
-    engine.add_peer_transport(Box::new(shm), others)?;
+    Setup::of(engine).add_peer_transport(Box::new(shm), others)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use weft_engine::{Engine, EngineConfig, TransportError};
+use weft_engine::{Engine, EngineConfig, Setup, TransportError};
 use weft_fabric::{OfiConfig, OfiTransport};
 use weft_pmix::Runtime;
 use weft_shm::{ShmConfig, ShmTransport};
@@ -125,7 +125,7 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             cards.push((u(p), rt.borrow_mut().get(p, SHM_KEY)?));
         }
         shm.connect(&cards)?;
-        engine.add_transport(Box::new(shm), &to_u(&plan.shm_peers));
+        Setup::of(&mut engine).add_transport(Box::new(shm), &to_u(&plan.shm_peers));
     }
     if let Some(mut ofi) = ofi {
         let mut addrs = Vec::with_capacity(plan.ofi_peers.len());
@@ -133,10 +133,10 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
             addrs.push((u(p), rt.borrow_mut().get(p, OFI_KEY)?));
         }
         ofi.connect(&addrs).map_err(TransportError::from)?;
-        engine.add_transport(Box::new(ofi), &to_u(&plan.ofi_peers));
+        Setup::of(&mut engine).add_transport(Box::new(ofi), &to_u(&plan.ofi_peers));
     }
     let src = rt.clone();
-    engine.add_failure_source(Box::new(move |out: &mut Vec<u32>| {
+    Setup::of(&mut engine).add_failure_source(Box::new(move |out: &mut Vec<u32>| {
         if let Ok(mut r) = src.try_borrow_mut() {
             r.poll_terminated(out);
         }
@@ -144,13 +144,13 @@ pub(crate) fn wire(cfg: &Config, rt: SharedRuntime) -> Result<Engine, Error> {
     // A termination event (pushed to the runtime's own thread) is seen at the next progress
     // call, not one slow-path period later.
     if let Some(flag) = rt.borrow().terminated_flag() {
-        engine.wake_on(flag);
+        Setup::of(&mut engine).wake_on(flag);
     }
     // Under weft-run, deaths are also written into a shared page each rank checks at every
     // progress call: no wake-up of the PMIx client's thread on the way.
     if let Some(mut board) = weft_pmix::board::Board::from_env(me, size)? {
-        engine.wake_on(board.flag());
-        engine.add_failure_source(Box::new(move |out: &mut Vec<u32>| board.poll(out)));
+        Setup::of(&mut engine).wake_on(board.flag());
+        Setup::of(&mut engine).add_failure_source(Box::new(move |out: &mut Vec<u32>| board.poll(out)));
     }
     Ok(engine)
 }

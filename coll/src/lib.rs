@@ -76,7 +76,7 @@ mod scatter;
 
 use std::rc::Rc;
 
-use weft_engine::{CommId, Error, Ext, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
+use weft_engine::{CollPort, CommId, Common, Error, ReqId, Result, Status, FIRST_COLL_TAG, MAX_TAG};
 
 pub use dtype::{as_bytes, DType, Datatype, DoubleInt, FloatInt, IntInt};
 pub use op::{Op, UserFnPtr};
@@ -460,7 +460,7 @@ impl Coll {
         Ok(())
     }
 
-    fn nodes(&mut self, e: &Ext, c: CommId) -> Result<Rc<[u32]>> {
+    fn nodes(&mut self, e: &CollPort, c: CommId) -> Result<Rc<[u32]>> {
         let slot = c.to_raw() as u32 as usize;
         if slot >= self.comms.len() || self.comms[slot].id != Some(c) {
             self.per_comm(c);
@@ -469,15 +469,15 @@ impl Coll {
         if let Some(n) = &pc.nodes {
             return Ok(n.clone());
         }
-        let g = e.comm_group(c)?;
+        let g = e.comm(c)?.members().to_vec();
         let n: Rc<[u32]> = g.iter().map(|&w| node_of_world.get(w as usize).copied().unwrap_or(0)).collect();
         pc.nodes = Some(n.clone());
         Ok(n)
     }
 
     /// The algorithm a call with `spec` on `c` would use.
-    pub fn algorithm(&mut self, e: &Ext, c: CommId, spec: &Spec) -> Result<Alg> {
-        let n = e.comm_size(c)?;
+    pub fn algorithm(&mut self, e: &CollPort, c: CommId, spec: &Spec) -> Result<Alg> {
+        let n = e.comm(c)?.size();
         let nodes = self.nodes(e, c)?;
         Ok(self.pick(c, spec, n, &nodes))
     }
@@ -538,7 +538,7 @@ impl Coll {
     /// and reports errors. Returns small values only: a large `Result` returned through
     /// memory cost a store-forwarding stall per call.
     #[inline(always)]
-    fn hit(&mut self, e: &Ext, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
+    fn hit(&mut self, e: &CollPort, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
         let (slot, i) = self.lookup(e, c, spec, key)?;
         let (s, r) = self.comms[slot].cache[i].need;
         let ok = !(s > 0 && spec.send.is_null())
@@ -551,8 +551,8 @@ impl Coll {
     /// The cache entry (communicator slot, index) of a call shaped as `key` on `c`, whatever
     /// its buffers.
     #[inline]
-    fn lookup(&mut self, e: &Ext, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
-        if spec.kind.is_v() || !e.comm_live(c) {
+    fn lookup(&mut self, e: &CollPort, c: CommId, spec: &Spec, key: &Key) -> Option<(usize, usize)> {
+        if spec.kind.is_v() || e.comm(c).is_err() {
             return None;
         }
         let slot = c.to_raw() as u32 as usize;
@@ -593,7 +593,7 @@ impl Coll {
     /// this run and its checking header.
     fn plan(
         &mut self,
-        e: &Ext,
+        e: &CollPort,
         c: CommId,
         spec: &Spec,
         key: Key,
@@ -610,8 +610,9 @@ impl Coll {
     /// [`Coll::plan`] without a hit: the full validation, then the cached schedule or a new
     /// one. Leaves the communicator's state in place (so [`Coll::next_tag`] finds it).
     #[inline(never)]
-    fn plan_full(&mut self, e: &Ext, c: CommId, spec: &Spec, key: Key) -> Result<Plan> {
-        let (rank, n) = (e.comm_rank(c)?, e.comm_size(c)?);
+    fn plan_full(&mut self, e: &CollPort, c: CommId, spec: &Spec, key: Key) -> Result<Plan> {
+        let v = e.comm(c)?;
+        let (rank, n) = (v.rank(), v.size());
         Self::validate(spec, rank, n)?;
         let slot = c.to_raw() as u32 as usize;
         let pc = self.per_comm(c);
@@ -634,7 +635,7 @@ impl Coll {
     #[allow(clippy::too_many_arguments)]
     fn plan_miss(
         &mut self,
-        e: &Ext,
+        e: &CollPort,
         c: CommId,
         spec: &Spec,
         rank: u32,
@@ -684,7 +685,7 @@ impl Coll {
     /// `spec.send` must stay valid for reads of `spec.send_len` bytes and `spec.recv` for
     /// reads and writes of `spec.recv_len` bytes (and not be used otherwise) until the request
     /// has completed.
-    pub unsafe fn start(&mut self, e: &mut Ext, c: CommId, spec: &Spec) -> Result<ReqId> {
+    pub unsafe fn start(&mut self, e: &mut CollPort, c: CommId, spec: &Spec) -> Result<ReqId> {
         let key = Key::of(spec);
         let hit = self.hit(e, c, spec, &key);
         let (plan, tag, check) = self.plan(e, c, spec, key, hit)?;
@@ -721,7 +722,7 @@ impl Coll {
     ///
     /// # Safety
     /// As [`Coll::start`] (the buffers need only live for the call).
-    pub unsafe fn run(&mut self, e: &mut Ext, c: CommId, spec: &Spec) -> Result<()> {
+    pub unsafe fn run(&mut self, e: &mut CollPort, c: CommId, spec: &Spec) -> Result<()> {
         let key = Key::of(spec);
         if let Some((slot, i)) = self.hit(e, c, spec, &key) {
             return self.run_cached(e, c, spec, &key, slot, i);
@@ -734,7 +735,7 @@ impl Coll {
     #[inline(always)]
     fn run_cached(
         &mut self,
-        e: &mut Ext,
+        e: &mut CollPort,
         c: CommId,
         spec: &Spec,
         key: &Key,
@@ -761,7 +762,7 @@ impl Coll {
     #[inline(never)]
     pub unsafe fn run_bare(
         &mut self,
-        e: &mut Ext,
+        e: &mut CollPort,
         c: CommId,
         spec: &mut Spec,
         size: impl FnOnce(&mut Spec) -> Result<()>,
@@ -787,7 +788,7 @@ impl Coll {
     /// # Safety
     /// As [`Coll::run`].
     #[inline(never)]
-    unsafe fn run_full(&mut self, e: &mut Ext, c: CommId, spec: &Spec, key: Key) -> Result<()> {
+    unsafe fn run_full(&mut self, e: &mut CollPort, c: CommId, spec: &Spec, key: Key) -> Result<()> {
         let (plan, tag, check) = self.plan(e, c, spec, key, None)?;
         let stage_max = self.stage_max;
         match plan {

@@ -26,7 +26,7 @@ use std::borrow::BorrowMut;
 use std::ops::Deref;
 use std::rc::Rc;
 
-use weft_engine::{Activity, CommId, Error, Ext, RecvStart, ReqId, Result, Status, Step};
+use weft_engine::{Activity, CollPort, CommId, Common, Error, RecvStart, ReqId, Result, Status, Step};
 
 use crate::dtype::DType;
 use crate::op::Op;
@@ -502,7 +502,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         Run { s, comm, tag, a, check, hdr, b, stage_max, round: 0, posted: false, err: None, leak: false }
     }
 
-    fn post(&mut self, e: &mut Ext) -> Result<()> {
+    fn post(&mut self, e: &mut CollPort) -> Result<()> {
         let b = self.b.borrow_mut();
         let arena = b.stage.as_mut_ptr() as *mut u8;
         let mut off = 0;
@@ -623,7 +623,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     /// Run to completion in the caller: per round, post its steps, wait for each engine
     /// request in turn (the engine's wait, so the progress mode applies and other activities
     /// advance meanwhile), then run its local steps.
-    pub(crate) fn block(&mut self, e: &mut Ext) -> Result<()> {
+    pub(crate) fn block(&mut self, e: &mut CollPort) -> Result<()> {
         while self.round < self.s.rounds.len() {
             self.posted = true;
             if let Err(x) = self.post(e) {
@@ -650,7 +650,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         Ok(())
     }
 
-    fn fail_and_drain(&mut self, e: &mut Ext, x: Error) -> Result<()> {
+    fn fail_and_drain(&mut self, e: &mut CollPort, x: Error) -> Result<()> {
         // A revocation was seen before it could fail this run; any other error may come
         // without a poll (a member known dead fails the run at once).
         let seen_revoke = matches!(x, Error::Revoked);
@@ -680,7 +680,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     }
 
     /// Advance as far as possible without blocking; `Some(result)` when the run is over.
-    fn step(&mut self, e: &mut Ext) -> Option<Result<()>> {
+    fn step(&mut self, e: &mut CollPort) -> Option<Result<()>> {
         loop {
             if self.err.is_some() {
                 return self.drain(e);
@@ -734,7 +734,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
         }
     }
 
-    fn fail(&mut self, e: &mut Ext, x: Error) {
+    fn fail(&mut self, e: &mut CollPort, x: Error) {
         let x = match x {
             Error::Truncated { incoming, capacity, sender, .. } => mismatch(format!(
                 "rank {sender} sent {} bytes where {} were expected (count mismatch)",
@@ -781,7 +781,7 @@ impl<S: Deref<Target = Schedule>, B: BorrowMut<RunBufs>, A: Args> Run<S, B, A> {
     /// and abort messages; abandon unfinished data sends (never read by the engine itself: the
     /// arena and scratch they may point into are leaked, larger ones are rendezvous reads by
     /// the peer). `Some(error)` when done.
-    fn drain(&mut self, e: &mut Ext) -> Option<Result<()>> {
+    fn drain(&mut self, e: &mut CollPort) -> Option<Result<()>> {
         let round = self.round.min(self.s.rounds.len().saturating_sub(1));
         let b = self.b.borrow_mut();
         let mut pending = false;
@@ -825,7 +825,7 @@ pub(crate) struct NonBlockingRun {
 }
 
 impl NonBlockingRun {
-    fn advance_once(&mut self, e: &mut Ext) -> bool {
+    fn advance_once(&mut self, e: &mut CollPort) -> bool {
         match self.run.step(e) {
             None => false,
             Some(r) => {
@@ -836,8 +836,8 @@ impl NonBlockingRun {
     }
 }
 
-impl Activity for NonBlockingRun {
-    fn advance(&mut self, e: &mut Ext) -> Step {
+impl Activity<CollPort> for NonBlockingRun {
+    fn advance(&mut self, e: &mut CollPort) -> Step {
         if self.advance_once(e) {
             Step::Done
         } else {
@@ -848,9 +848,9 @@ impl Activity for NonBlockingRun {
 
 /// Start a non-blocking run: advance it once now (so the first messages leave at once), and
 /// hand it to the engine if it is not finished.
-pub(crate) fn launch(e: &mut Ext, run: Run<Rc<Schedule>, RunBufs, OwnedArgs>, req: ReqId) {
+pub(crate) fn launch(e: &mut CollPort, run: Run<Rc<Schedule>, RunBufs, OwnedArgs>, req: ReqId) {
     let mut nb = NonBlockingRun { run, req };
     if !nb.advance_once(e) {
-        e.spawn(Box::new(nb));
+        e.spawn(nb);
     }
 }

@@ -7,7 +7,7 @@ mod common;
 use proptest::prelude::*;
 use weft_coll::select::valid;
 use weft_coll::*;
-use weft_engine::{Engine, Error};
+use weft_engine::{CollPort, Common, Engine, Error};
 
 /// Which operation a case uses.
 #[derive(Clone, Copy, Debug)]
@@ -276,7 +276,7 @@ fn exec(e: &mut Engine, coll: &mut Coll, c: &Case, r: u32, n: u32) -> Result<Vec
     spec.rcounts = &io.rcounts;
     spec.rdispls = &io.rdispls;
     // SAFETY: buffers outlive the blocking call.
-    unsafe { coll.run(e.ext(), w, &spec)? };
+    unsafe { coll.run(CollPort::of(e), w, &spec)? };
     Ok(io.recv)
 }
 

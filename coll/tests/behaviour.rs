@@ -4,7 +4,7 @@
 mod common;
 
 use weft_coll::*;
-use weft_engine::{Engine, Error, ReqId};
+use weft_engine::{CollPort, Common, Communicators, Diagnostics, Engine, Error, ReqId};
 
 /// Start an i64 allreduce (sum) of `send` into `recv`.
 unsafe fn iallreduce(
@@ -22,14 +22,14 @@ unsafe fn iallreduce(
     s.count = send.len();
     s.op = Some(Op::Sum);
     // SAFETY: forwarded.
-    unsafe { c.start(e.ext(), comm, &s) }
+    unsafe { c.start(CollPort::of(e), comm, &s) }
 }
 
 #[test]
 fn outstanding_collectives_complete_in_any_order() {
     common::run(5, &[], |r, e, c, _| {
         let w = e.world();
-        let comms: Vec<_> = (0..3).map(|_| e.comm_dup(w).unwrap()).collect();
+        let comms: Vec<_> = (0..3).map(|_| Communicators::of(e).dup(w).unwrap()).collect();
         let sends: Vec<Vec<i64>> =
             (0..6).map(|k| (0..(1 + k * 100)).map(|i| (r as i64 + 1) * (i + k) as i64).collect()).collect();
         let mut recvs: Vec<Vec<i64>> = sends.iter().map(|s| vec![0; s.len()]).collect();
@@ -85,7 +85,7 @@ fn bcast(e: &mut Engine, c: &mut Coll, buf: &mut [u8], root: u32) -> Result<(), 
     s.root = root;
     let w = e.world();
     // SAFETY: blocking.
-    unsafe { c.run(e.ext(), w, &s) }
+    unsafe { c.run(CollPort::of(e), w, &s) }
 }
 
 fn is_mismatch(x: &Error) -> bool {
@@ -103,19 +103,19 @@ fn mismatched_arguments_give_typed_errors() {
         s.count = 4;
         s.op = Some(Op::Sum);
         // SAFETY: null buffers with a nonzero count are rejected before any access.
-        assert!(matches!(unsafe { c.run(e.ext(), w, &s) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(CollPort::of(e), w, &s) }, Err(Error::InvalidArg(_))));
         let (x, mut y) = ([0i32; 2], [0i32; 4]);
         s.send = x.as_ptr() as *const u8;
         s.send_len = 8;
         s.recv = y.as_mut_ptr() as *mut u8;
         s.recv_len = 16;
         // SAFETY: send_len and recv_len are the sizes of x and y, which outlive the call.
-        assert!(matches!(unsafe { c.run(e.ext(), w, &s) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(CollPort::of(e), w, &s) }, Err(Error::InvalidArg(_))));
         // Operation not applicable to the type.
         s.dtype = DType::F64;
         s.op = Some(Op::Band);
         // SAFETY: as above (x and y, their true sizes).
-        assert!(matches!(unsafe { c.run(e.ext(), w, &s) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(CollPort::of(e), w, &s) }, Err(Error::InvalidArg(_))));
         e.barrier(w).unwrap();
 
         // Count mismatch: rank 3 (a leaf of the binomial tree, fed by rank 2) passes 3
@@ -159,7 +159,7 @@ fn mismatched_arguments_give_typed_errors() {
             s.count = 8;
             s.op = Some(Op::Sum);
             // SAFETY: src and buf hold the 8 bytes named and outlive this blocking call.
-            unsafe { c.run(e.ext(), w, &s) }
+            unsafe { c.run(CollPort::of(e), w, &s) }
         };
         assert!(res.is_ok() || res.as_ref().is_err_and(is_mismatch), "{res:?}");
         e.barrier(w).unwrap();
@@ -186,36 +186,36 @@ fn sum4(x: &[i64; 4], y: &mut [i64; 4]) -> Spec<'static> {
 fn cached_call_shape_still_validates() {
     common::run(3, &[], |_r, e, c, _| {
         let w = e.world();
-        let d = e.comm_dup(w).unwrap();
+        let d = Communicators::of(e).dup(w).unwrap();
         let (x, mut y) = ([1i64; 4], [0i64; 4]);
         let s = Spec { send_len: 32, recv_len: 32, ..sum4(&x, &mut y) };
         for _ in 0..2 {
             // SAFETY: x and y hold the 32 bytes named and outlive this blocking call.
-            unsafe { c.run(e.ext(), d, &s) }.unwrap();
+            unsafe { c.run(CollPort::of(e), d, &s) }.unwrap();
             assert_eq!(y, [3i64; 4]);
         }
         // Same shape, bad buffers: a short receive buffer, a null send buffer.
         let mut t = Spec { recv_len: 24, ..s.clone() };
         // SAFETY: x and y are larger than the lengths named.
-        let r = unsafe { c.run(e.ext(), d, &t) };
+        let r = unsafe { c.run(CollPort::of(e), d, &t) };
         assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("receive buffer of 24 bytes")), "{r:?}");
         t = Spec { send: std::ptr::null(), ..s.clone() };
         // SAFETY: the null send buffer is rejected before any access; y is as above.
-        let r = unsafe { c.run(e.ext(), d, &t) };
+        let r = unsafe { c.run(CollPort::of(e), d, &t) };
         assert!(matches!(&r, Err(Error::InvalidArg(m)) if m.contains("null send")), "{r:?}");
         // Same shape and element size, an operation the type does not take.
         t = Spec { dtype: DType::F64, op: Some(Op::Band), ..s.clone() };
         // SAFETY: x and y, their true sizes, outlive the call.
-        assert!(matches!(unsafe { c.run(e.ext(), d, &t) }, Err(Error::InvalidArg(_))));
+        assert!(matches!(unsafe { c.run(CollPort::of(e), d, &t) }, Err(Error::InvalidArg(_))));
         // The rejected calls used no sequence number: the next good one still matches.
         y = [0; 4];
         // SAFETY: as in the loop above.
-        unsafe { c.run(e.ext(), d, &s) }.unwrap();
+        unsafe { c.run(CollPort::of(e), d, &s) }.unwrap();
         assert_eq!(y, [3i64; 4]);
         e.barrier(w).unwrap();
-        e.comm_free(d).unwrap();
+        Communicators::of(e).free(d).unwrap();
         // SAFETY: as in the loop above (the freed communicator is rejected anyway).
-        assert!(matches!(unsafe { c.run(e.ext(), d, &s) }, Err(Error::InvalidComm)));
+        assert!(matches!(unsafe { c.run(CollPort::of(e), d, &s) }, Err(Error::InvalidComm)));
     });
 }
 
@@ -223,7 +223,7 @@ fn cached_call_shape_still_validates() {
 fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
     common::run(3, &[], |r, e, c, _| {
         let w = e.world();
-        let d = e.comm_dup(w).unwrap();
+        let d = Communicators::of(e).dup(w).unwrap();
         let (x, mut y) = ([1i64; 4], [0i64; 4]);
         let s = sum4(&x, &mut y);
         let mut sized = 0;
@@ -231,7 +231,7 @@ fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
             let mut t = s.clone();
             // SAFETY: x and y hold the 32 bytes the sizing gives them and outlive the call.
             unsafe {
-                c.run_bare(e.ext(), d, &mut t, |t| {
+                c.run_bare(CollPort::of(e), d, &mut t, |t| {
                     sized += 1;
                     (t.send_len, t.recv_len) = (32, 32);
                     Ok(())
@@ -246,7 +246,8 @@ fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
         // Same shape, a null receive buffer: not run from the cache; the sizing rejects it.
         let mut t = Spec { recv: std::ptr::null_mut(), ..s.clone() };
         // SAFETY: nothing is accessed (the call is rejected before it runs).
-        let res = unsafe { c.run_bare(e.ext(), d, &mut t, |_| Err(Error::InvalidArg("null recv".into()))) };
+        let res =
+            unsafe { c.run_bare(CollPort::of(e), d, &mut t, |_| Err(Error::InvalidArg("null recv".into()))) };
         assert!(matches!(&res, Err(Error::InvalidArg(m)) if m == "null recv"), "{res:?}");
         // A bcast: the root sends, the others receive, the second call from the cache.
         let mut b = [0u8; 8];
@@ -258,7 +259,7 @@ fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
             (t.count, t.recv) = (8, b.as_mut_ptr());
             // SAFETY: b holds 8 bytes and outlives the call.
             unsafe {
-                c.run_bare(e.ext(), d, &mut t, |t| {
+                c.run_bare(CollPort::of(e), d, &mut t, |t| {
                     t.recv_len = 8;
                     Ok(())
                 })
@@ -267,7 +268,7 @@ fn bare_calls_are_sized_by_the_cached_shape_and_still_checked() {
             assert_eq!(b, [7; 8]);
         }
         e.barrier(w).unwrap();
-        e.comm_free(d).unwrap();
+        Communicators::of(e).free(d).unwrap();
     });
 }
 
@@ -298,7 +299,7 @@ fn failed_rank_gives_proc_failed_without_hang() {
                     Err(x) => break Err(x),
                 }
                 if t0.elapsed().as_secs() > 2 {
-                    panic!("{alg} rank {r} stuck: {}", e.debug_state());
+                    panic!("{alg} rank {r} stuck: {}", Diagnostics::of(e).debug_state());
                 }
             };
             assert!(matches!(res, Err(Error::ProcFailed { .. })), "{alg} rank {r}: {res:?}");

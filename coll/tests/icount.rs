@@ -14,7 +14,7 @@
 mod common;
 
 use weft_coll::*;
-use weft_engine::{CommId, Engine};
+use weft_engine::{CollPort, CommId, Common, Engine};
 
 /// The measured loop: only this function is collected.
 #[inline(never)]
@@ -56,12 +56,12 @@ fn body(bench: &str, iters: usize, r: u32, e: &mut Engine, c: &mut Coll, w: Comm
             }
         } else {
             // SAFETY: the buffers outlive the blocking call.
-            unsafe { c.run(e.ext(), w, &spec).unwrap() };
+            unsafe { c.run(CollPort::of(e), w, &spec).unwrap() };
         }
     }
     spec.count = std::hint::black_box(spec.count);
     if bench == "allreduce" {
-        assert_eq!(d, [e.comm_size(w).unwrap() as f32; 2]);
+        assert_eq!(d, [e.comm(w).unwrap().size() as f32; 2]);
     }
 }
 

@@ -6,12 +6,13 @@
 //! stays valid and unaliased until the request completes.
 
 /// Copy `n` bytes from `src` to `dst`; up to 32 bytes inline, without a call into `memcpy`
-/// (the common small message is a few bytes).
+/// (the common small message is a few bytes). The shared-memory ring has its own copy of
+/// this routine, so that a send does not call back into the engine.
 ///
 /// # Safety
 /// As [`std::ptr::copy_nonoverlapping`].
 #[inline(always)]
-pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
     // of loads and stores overlap in the middle instead of reading past the end), which the
     // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.

@@ -1,4 +1,5 @@
-//! Communicator management and the engine's internal collectives (barrier, small allgather)
+//! Communicator creation (behind [`crate::Communicators`] and [`crate::Contexts`]) and the
+//! engine's internal collectives (barrier, small allgather)
 //! that communicator creation needs. They run on the communicator's internal context
 //! (`ctx + 1`) so they never match user messages.
 //!
@@ -16,7 +17,7 @@ const TAG_BARRIER: i32 = 1;
 const TAG_GATHER: i32 = 2;
 const TAG_BCAST: i32 = 3;
 
-/// Color that leaves a process out of every new communicator in [`Engine::comm_split`].
+/// Color that leaves a process out of every new communicator in [`crate::Communicators::split`].
 pub const UNDEFINED: i32 = -1;
 
 impl Engine {
@@ -39,7 +40,10 @@ impl Engine {
     /// Block until every member of `c` has entered the barrier (dissemination algorithm:
     /// ⌈log₂ n⌉ rounds of one zero-byte message each way).
     pub fn barrier(&mut self, c: CommId) -> Result<()> {
-        let (rank, size) = (self.comm_rank(c)?, self.comm_size(c)?);
+        let (rank, size) = {
+            let v = self.core.comm_view(c)?;
+            (v.rank(), v.size())
+        };
         let mut dist = 1;
         while dist < size {
             let to = (rank + dist) % size;
@@ -62,7 +66,10 @@ impl Engine {
     /// rank order (linear gather to rank 0, then broadcast; used only for communicator
     /// creation, which is not a hot path).
     pub(crate) fn allgather_small(&mut self, c: CommId, mine: &[u8]) -> Result<Vec<u8>> {
-        let (rank, size) = (self.comm_rank(c)?, self.comm_size(c)? as usize);
+        let (rank, size) = {
+            let v = self.core.comm_view(c)?;
+            (v.rank(), v.size() as usize)
+        };
         let n = mine.len();
         let mut all = vec![0u8; n * size];
         if rank == 0 {
@@ -104,7 +111,7 @@ impl Engine {
     }
 
     /// Duplicate `c`: same group, new context. Collective over `c`.
-    pub fn comm_dup(&mut self, c: CommId) -> Result<CommId> {
+    pub(crate) fn comm_dup(&mut self, c: CommId) -> Result<CommId> {
         let all = self.allgather_small(c, &self.core.next_ctx.to_le_bytes())?;
         let ctx =
             all.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().expect("4"))).max().unwrap_or(2);
@@ -118,7 +125,7 @@ impl Engine {
     /// in that order, exchanging messages only among them on `c`'s internal context with
     /// tags `tag` (gather) and `tag + 1` (broadcast).
     fn allgather_among(&mut self, c: CommId, members: &[u32], mine: &[u8], tag: i32) -> Result<Vec<u8>> {
-        let me = self.comm_rank(c)?;
+        let me = self.core.comm_view(c)?.rank();
         let pos = members
             .iter()
             .position(|&r| r == me)
@@ -151,11 +158,11 @@ impl Engine {
     /// they agree on a context id among themselves. `tag` (0..2^28) separates concurrent
     /// creations over overlapping groups; the messages use internal tags 4 + 2·tag and the one
     /// after, clear of the internal barrier and gather tags.
-    pub fn comm_create_group(&mut self, c: CommId, members: &[u32], tag: i32) -> Result<CommId> {
+    pub(crate) fn comm_create_group(&mut self, c: CommId, members: &[u32], tag: i32) -> Result<CommId> {
         if !(0..1 << 28).contains(&tag) {
             return Err(Error::InvalidTag(tag));
         }
-        let size = self.comm_size(c)?;
+        let size = self.core.comm_view(c)?.size();
         if members.iter().any(|&r| r >= size) {
             return Err(Error::InvalidArg("group member outside the communicator".into()));
         }
@@ -171,7 +178,7 @@ impl Engine {
 
     /// Split `c` by `color` (≥ 0, or [`UNDEFINED`] to get no communicator), ordering each new
     /// group by `key` then by rank in `c`. Collective over `c`.
-    pub fn comm_split(&mut self, c: CommId, color: i32, key: i32) -> Result<Option<CommId>> {
+    pub(crate) fn comm_split(&mut self, c: CommId, color: i32, key: i32) -> Result<Option<CommId>> {
         if color < 0 && color != UNDEFINED {
             return Err(Error::InvalidArg(format!("split color {color}: must be ≥ 0 or UNDEFINED")));
         }
@@ -204,7 +211,7 @@ impl Engine {
 
     /// Free `c`. Receives still posted on it complete with `InvalidComm`; messages that arrive
     /// for it later are dropped. Freeing the world communicator is refused.
-    pub fn comm_free(&mut self, c: CommId) -> Result<()> {
+    pub(crate) fn comm_free(&mut self, c: CommId) -> Result<()> {
         if c == self.core.world {
             return Err(Error::InvalidArg("the world communicator cannot be freed".into()));
         }
@@ -221,21 +228,6 @@ impl Engine {
             }
         }
         Ok(())
-    }
-
-    /// Context id of `c` (its internal context is `ctx + 1`).
-    pub(crate) fn comm_ctx(&self, c: CommId) -> Result<u32> {
-        Ok(self.core.comms.get(c)?.ctx)
-    }
-
-    /// World ranks of the members of `c`, in communicator rank order, borrowed.
-    pub(crate) fn comm_members(&self, c: CommId) -> Result<&[u32]> {
-        Ok(&self.core.comms.get(c)?.world_of)
-    }
-
-    /// World ranks of the members of `c`, in communicator rank order.
-    pub(crate) fn comm_group(&self, c: CommId) -> Result<Vec<u32>> {
-        Ok(self.core.comms.get(c)?.world_of.clone())
     }
 
     /// Create a communicator from parts agreed on by an upper layer (shrink): context id
@@ -269,7 +261,7 @@ impl Engine {
         Ok((start, end))
     }
 
-    /// End the reservation of the window ending at `end` ([`Engine::reserve_ctx`]) once its
+    /// End the reservation of the window ending at `end` (`reserve_ctx`) once its
     /// creation installed its communicators on ids below `used`: the ids from `used` to `end`
     /// are given back if no creation took ids since the reservation (the next free id is
     /// still `end`); otherwise they stay unused.
@@ -285,21 +277,11 @@ impl Engine {
     pub(crate) fn ctx_may_come(&self, ctx: u32) -> bool {
         ctx >= self.core.next_ctx || self.core.ctx_windows.iter().any(|&(s, e)| (s..e).contains(&ctx))
     }
-
-    /// The communicator of this process whose context id is `ctx`, if any (FT message routing).
-    pub(crate) fn comm_by_ctx(&self, ctx: u32) -> Option<CommId> {
-        self.core.comms.iter().find(|(_, c)| c.ctx == ctx).map(|(id, _)| id)
-    }
-
-    /// This process's next free context id (what it contributes to a context agreement).
-    pub(crate) fn next_ctx(&self) -> u32 {
-        self.core.next_ctx
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::{Engine, EngineConfig};
+    use crate::{Common, Communicators, Contexts, Engine, EngineConfig};
 
     /// A window reserved for a pending creation: other creations take ids past it, messages
     /// for its ids may still come, and ending it gives back what its creation did not use
@@ -307,26 +289,26 @@ mod tests {
     #[test]
     fn reserved_windows_hold_their_ids_until_released() {
         let mut e = Engine::new(0, 1, EngineConfig::default());
-        let next = e.ext_ref().next_ctx();
-        let (start, end) = e.reserve_ctx(64).unwrap();
+        let next = Contexts::of_ref(&e).next();
+        let (start, end) = Contexts::of(&mut e).reserve(64).unwrap();
         assert_eq!((start, end), (next, next + 64));
-        assert_eq!(e.ext_ref().next_ctx(), end, "later creations contribute ids past the window");
-        assert!(e.ctx_may_come(start + 2) && e.ctx_may_come(end + 10));
-        assert!(!e.ctx_may_come(start - 2), "an id below the window is stale");
-        let before = e.ext_ref().comms_installed();
-        e.comm_create_agreed(start, vec![0]).unwrap();
-        assert_eq!(e.ext_ref().comms_installed(), before + 1);
-        e.release_ctx(end, start + 2);
-        assert_eq!(e.ext_ref().next_ctx(), start + 2, "the unused rest comes back");
-        assert!(!e.ctx_may_come(start + 2 - 2));
+        assert_eq!(Contexts::of_ref(&e).next(), end, "later creations contribute ids past the window");
+        assert!(Contexts::of_ref(&e).may_come(start + 2) && Contexts::of_ref(&e).may_come(end + 10));
+        assert!(!Contexts::of_ref(&e).may_come(start - 2), "an id below the window is stale");
+        let before = Contexts::of_ref(&e).installed();
+        Contexts::of(&mut e).create_agreed(start, vec![0]).unwrap();
+        assert_eq!(Contexts::of_ref(&e).installed(), before + 1);
+        Contexts::of(&mut e).release(end, start + 2);
+        assert_eq!(Contexts::of_ref(&e).next(), start + 2, "the unused rest comes back");
+        assert!(!Contexts::of_ref(&e).may_come(start + 2 - 2));
 
         // A creation past a window keeps its rest reserved after the release.
-        let (_, end2) = e.reserve_ctx(64).unwrap();
+        let (_, end2) = Contexts::of(&mut e).reserve(64).unwrap();
         let w = e.world();
-        let dup = e.comm_dup(w).unwrap();
-        assert!(e.comm_ctx(dup).unwrap() >= end2);
-        e.release_ctx(end2, end2 - 60);
-        assert!(e.ext_ref().next_ctx() > end2, "ids past the window stay taken");
-        assert!(!e.ctx_may_come(end2 - 30), "the window's rest is no longer expected");
+        let dup = Communicators::of(&mut e).dup(w).unwrap();
+        assert!(e.comm(dup).unwrap().ctx() >= end2);
+        Contexts::of(&mut e).release(end2, end2 - 60);
+        assert!(Contexts::of_ref(&e).next() > end2, "ids past the window stay taken");
+        assert!(!Contexts::of_ref(&e).may_come(end2 - 30), "the window's rest is no longer expected");
     }
 }

@@ -1,33 +1,39 @@
-//! The engine's state and its plain accessors: [`Engine`] (transports, configuration,
-//! extension state) and [`Core`] (everything a transport's poll may touch), the route table,
-//! [`EngineConfig`] and [`Stats`], and the queries that only read them (communicator size and
-//! rank, transport names, diagnostics).
+//! The engine's top-level state: [`Engine`] (transports and their eager limits, failure
+//! sources, configuration, the upper layers' registrations) and [`Core`], everything a
+//! transport's poll may touch (routes, communicators, matching queues, requests,
+//! per-destination queues, the failure table, the pending work between polls, counters, the
+//! finalize handshake's per-peer flags); the constructor and the helpers every protocol
+//! shares; and the two capability types declared beside them: [`CollPort`]
+//! (what the collectives layer may do, `coll_port.rs`) and [`FtPort`] (what the
+//! fault-tolerance layer may do, `ft_port.rs`). Imports only data modules.
 //!
 //! The protocols live beside it, one file each: `send.rs` (send path, per-destination
 //! queues), `recv.rs` (receive path and matching of arrivals), `rndv.rs` (rendezvous),
-//! `progress.rs` (progress, test and wait), `failure.rs` (failure knowledge and the
+//! `split.rs` (split rendezvous), `progress.rs` (progress, test and wait), `dispatch.rs`
+//! (activities and control-message handlers), `failure.rs` (failure knowledge and the
 //! completion of what failures and revocation end), `finalize.rs` (the goodbye handshake),
-//! `create.rs` (communicator creation) and `extend.rs` (the upper layers' interface).
+//! `create.rs` (communicator creation) and `universe.rs` (peers joining at run time).
 //!
 //! One engine per process, driven from the caller's thread: every blocking call and every
-//! test/wait runs [`Engine::progress`]. Message path: `isend` → route table → transport
-//! `try_send` (or the per-destination pending queue when the transport is full); arrival:
-//! transport `poll` → [`Core::on_message`] → posted-receive match or unexpected queue.
+//! test/wait runs [`crate::Common::progress`]. Message path: `send` → `isend_ctx` (route table) →
+//! transport `try_send` (or the per-destination pending queue when the transport is full);
+//! arrival: transport `poll` → [`Core::on_message`] → posted-receive match or unexpected queue.
 //! Large messages use rendezvous: RTS (carrying the exposed buffer) → receiver `get` straight
 //! into the user buffer → FIN back to the sender.
 
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use crate::activity::{Activity, Step};
 use crate::comm::{CommState, Comms};
+use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::failure::Failures;
-use crate::matching::{Arrived, Matching};
+use crate::fail_table::Failures;
+use crate::matching::Matching;
+use crate::pending::{GetInFlight, Outgoing, RndvTodo, SplitTodo};
 use crate::request::{Phase, ReqId, Requests};
-use crate::rndv::{GetInFlight, RndvTodo};
-use crate::send::Outgoing;
-use crate::split::SplitTodo;
+use crate::stats::{Origin, Stats};
 use crate::transport::{Header, RKey, Transport, TransportError};
 use crate::{CommId, Status, ANY_TAG, MAX_TAG};
 
@@ -36,116 +42,11 @@ pub(crate) const ROUTE_SELF: u8 = u8::MAX;
 /// Route-table entry of a peer no transport reaches.
 pub(crate) const ROUTE_NONE: u8 = u8::MAX - 1;
 
-/// Idle iterations after which a [`ProgressMode::Poll`] wait yields its core while it stays
-/// idle. Spinning on through a long wait costs nothing on an otherwise idle core, but on a
-/// shared one the scheduler charges the spin to this process, which then waits for the core
-/// when its data arrives; `sched_yield` with nothing else runnable returns at once.
-pub(crate) const POLL_IDLE_SPINS: u32 = 1024;
-
-/// How waiting callers spend idle time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgressMode {
-    /// Spin on progress (lowest latency; one rank per core); a wait that stays idle for
-    /// 1024 iterations (tens of µs: a peer's large copy, not a message in
-    /// flight) yields the core at each further idle iteration.
-    Poll,
-    /// Yield the core after a short spin (more ranks than cores).
-    Yield,
-}
-
-/// Engine settings (the facade fills them from `WEFT_*` variables).
-#[derive(Clone, Debug)]
-pub struct EngineConfig {
-    /// Idle behaviour of blocking calls.
-    pub progress: ProgressMode,
-    /// Period of the slow path (failure polling of transports and runtime).
-    pub slow_period: Duration,
-    /// Largest message a transport may send eagerly, capped by the transport's own limit.
-    pub eager_limit: usize,
-}
-
-impl Default for EngineConfig {
-    fn default() -> Self {
-        EngineConfig {
-            progress: ProgressMode::Poll,
-            slow_period: Duration::from_micros(200),
-            eager_limit: usize::MAX,
-        }
-    }
-}
-
-/// Counters for tests and diagnostics.
-#[derive(Clone, Debug, Default)]
-pub struct Stats {
-    /// Messages handed to each transport, by transport index (eager, RTS and FIN).
-    pub sent_by_transport: Vec<u64>,
-    /// Messages delivered to self without a transport.
-    pub sent_self: u64,
-    /// Rendezvous transfers completed as receiver.
-    pub rndv_gets: u64,
-    /// Of those, split ones (the sender wrote the tail).
-    pub split_rndv: u64,
-    /// Split rendezvous started only after the FINs polled at the decision showed that the
-    /// peer had read every rendezvous this process sent it (traffic both ways).
-    pub split_late: u64,
-    /// CTS messages this process answered without writing (its send given up, or the write
-    /// failed).
-    pub split_put_refused: u64,
-    /// Messages that arrived before their receive was posted.
-    pub unexpected: u64,
-    /// Malformed messages dropped.
-    pub malformed: u64,
-    /// Messages dropped because their sender had been declared failed.
-    pub dropped_from_failed: u64,
-    /// Last malformed message seen, if any.
-    pub last_malformed: Option<Error>,
-    /// Where this process first learned of each failed rank.
-    pub learned: FailureOrigins,
-}
-
-/// Where the engine first learned of each failed rank: one count per failed rank, for the
-/// source that told it first (later notices of the same rank are not counted).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FailureOrigins {
-    /// In-band, by transport index (as [`Stats::sent_by_transport`]): the shared-memory
-    /// transport's pidfd watch, libfabric's errors, a failed send.
-    pub transport: Vec<u64>,
-    /// Out-of-band failure sources ([`Engine::add_failure_source`]): the runtime's events
-    /// (PMIx `PROC_TERMINATED` / `NODE_DOWN`).
-    pub runtime: u64,
-    /// Told by an upper layer through [`Ext::notify_failed`]: the FT layer's heartbeat
-    /// detector, a peer's finding, an agreement's failed set.
-    pub upper: u64,
-}
-
-/// Where a failure notice came from (see [`FailureOrigins`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Origin {
-    Transport(usize),
-    Runtime,
-    Upper,
-}
-
-impl FailureOrigins {
-    pub(crate) fn count(&mut self, o: Origin) {
-        match o {
-            Origin::Transport(t) => {
-                if let Some(c) = self.transport.get_mut(t) {
-                    *c += 1;
-                }
-            }
-            Origin::Runtime => self.runtime += 1,
-            Origin::Upper => self.upper += 1,
-        }
-    }
-}
-
-/// An out-of-band source of failure notices (the runtime's termination events): appends
-/// newly failed world ranks.
-pub type FailureSource = Box<dyn FnMut(&mut Vec<u32>)>;
-
 /// Everything except the transports, so that a transport's `poll` can borrow the transport
 /// while the sink borrows the rest.
+///
+/// Declared here, beside [`Engine`], for the reason given at [`CollPort`]: its methods (the
+/// arrival path, request completion) share the engine's code unit.
 pub(crate) struct Core {
     pub(crate) me: u32,
     pub(crate) route: Vec<u8>,
@@ -188,7 +89,7 @@ pub(crate) struct Core {
     /// recomputed once that work has run: a progress call of failure-free point-to-point
     /// traffic reads this one word after the poll.
     pub(crate) aux: bool,
-    /// The request a blocking [`Engine::wait`] is waiting for (`None` otherwise): a message
+    /// The request a blocking [`crate::Engine::wait`] is waiting for (`None` otherwise): a message
     /// that completes it ends the transports' poll at once ([`Core::on_message`]), unless
     /// messages are streaming in.
     pub(crate) awaited: Option<ReqId>,
@@ -202,34 +103,6 @@ pub(crate) struct Core {
     pub(crate) probe: u8,
 }
 
-/// The progress engine of one process.
-pub struct Engine {
-    pub(crate) transports: Vec<Box<dyn Transport>>,
-    pub(crate) eager: Vec<usize>,
-    pub(crate) failure_sources: Vec<FailureSource>,
-    /// Flags that make the next progress call poll the failure sources (see
-    /// [`Engine::wake_on`]).
-    pub(crate) failure_wakes: Vec<&'static AtomicBool>,
-    pub(crate) core: Core,
-    pub(crate) cfg: EngineConfig,
-    pub(crate) idle: u32,
-    pub(crate) last_slow: Instant,
-    pub(crate) scratch: Vec<u32>,
-    pub(crate) scratch_origins: Vec<Origin>,
-    pub(crate) extensions: crate::extend::Extensions,
-}
-
-/// What the collectives and fault-tolerance layers may do with the engine: a view of the
-/// [`Engine`] that exposes the extension points, failure and communicator state, and the
-/// blocking primitives, and none of the user-facing API. Its methods are in `extend.rs`.
-///
-/// Declared here, beside [`Engine`], because the compiler groups a type's methods into the
-/// code unit of the module that declares the type: with both types here, every caller of the
-/// send and receive paths shares their unit, which keeps those paths internal and lets them use
-/// the cheaper internal calling convention (one instruction less per send and per receive).
-#[repr(transparent)]
-pub struct Ext(pub(crate) Engine);
-
 pub(crate) fn user_status(source: u32, tag: i32, count: usize) -> Status {
     Status { source, tag, count }
 }
@@ -239,6 +112,103 @@ pub(crate) fn check_tag(tag: i32, wildcard_ok: bool) -> Result<()> {
         Ok(())
     } else {
         Err(Error::InvalidTag(tag))
+    }
+}
+
+/// An out-of-band source of failure notices (the runtime's termination events): appends
+/// newly failed world ranks.
+pub type FailureSource = Box<dyn FnMut(&mut Vec<u32>)>;
+
+/// Handler of a fault-tolerance message class: `(capability, sender world rank, header,
+/// payload)`; see [`FtPort::set_handler`].
+pub type ClassHandler = Box<dyn FnMut(&mut FtPort, u32, &Header, &[u8])>;
+
+/// The progress engine of one process.
+pub struct Engine {
+    pub(crate) transports: Vec<Box<dyn Transport>>,
+    pub(crate) eager: Vec<usize>,
+    pub(crate) failure_sources: Vec<FailureSource>,
+    /// Flags that make the next progress call poll the failure sources (see
+    /// [`crate::Setup::wake_on`]).
+    pub(crate) failure_wakes: Vec<&'static AtomicBool>,
+    pub(crate) core: Core,
+    pub(crate) cfg: EngineConfig,
+    pub(crate) idle: u32,
+    pub(crate) last_slow: Instant,
+    pub(crate) scratch: Vec<u32>,
+    pub(crate) scratch_origins: Vec<Origin>,
+    pub(crate) extensions: Extensions,
+}
+
+/// What the collectives layer may do with the engine: post point-to-point on a
+/// communicator's internal context, run activities and generic requests, wait, and read
+/// communicators. Its methods are in `coll_port.rs`.
+///
+/// Declared here, beside [`Engine`], because the compiler groups a type's methods into the
+/// code unit of the module that declares the type: with the ports here, every caller of the
+/// send and receive paths shares their unit, which keeps those paths internal and lets them
+/// use the cheaper internal calling convention (one instruction less per send and per
+/// receive).
+#[repr(transparent)]
+pub struct CollPort(pub(crate) Engine);
+
+/// What the fault-tolerance layer may do with the engine: activities, message classes and
+/// their handlers, generic requests, internal-context point-to-point, the failure table,
+/// revocation, communicator and context-id queries, creation of agreed communicators. Its
+/// methods are in `ft_port.rs`; declared here for the reason given at [`CollPort`].
+#[repr(transparent)]
+pub struct FtPort(pub(crate) Engine);
+
+/// An activity as the engine runs it: the upper layer's state machine, given the capability
+/// of its layer.
+pub(crate) trait Run {
+    fn run(&mut self, e: &mut Engine) -> Step;
+}
+
+/// A collectives activity ([`CollPort::spawn`]).
+pub(crate) struct ForColl<A>(pub(crate) A);
+
+impl<A: Activity<CollPort>> Run for ForColl<A> {
+    #[inline]
+    fn run(&mut self, e: &mut Engine) -> Step {
+        self.0.advance(e.as_coll())
+    }
+}
+
+/// A fault-tolerance activity ([`FtPort::spawn`], [`FtPort::spawn_slow`]).
+pub(crate) struct ForFt<A>(pub(crate) A);
+
+impl<A: Activity<FtPort>> Run for ForFt<A> {
+    #[inline]
+    fn run(&mut self, e: &mut Engine) -> Step {
+        self.0.advance(e.as_ft())
+    }
+}
+
+/// The upper layers' registrations: activities, handlers, messages parked for a handler.
+#[derive(Default)]
+pub(crate) struct Extensions {
+    pub(crate) activities: Vec<Box<dyn Run>>,
+    /// Activities that only need failures and time: advanced on the slow path and when the
+    /// failure table grows, never on the per-message path.
+    pub(crate) slow: Vec<Box<dyn Run>>,
+    /// Failure count the slow activities were last advanced with.
+    pub(crate) slow_seen: usize,
+    pub(crate) handlers: Vec<Option<ClassHandler>>,
+    /// Messages of a class whose handler is not installed yet (a peer may start a protocol
+    /// before this process has set it up); delivered when the handler arrives. Bounded.
+    pub(crate) parked: Vec<(u32, Header, Vec<u8>)>,
+}
+
+impl Extensions {
+    #[inline]
+    pub(crate) fn has_activities(&self) -> bool {
+        !self.activities.is_empty()
+    }
+
+    #[inline]
+    pub(crate) fn has_slow(&self) -> bool {
+        !self.slow.is_empty()
     }
 }
 
@@ -267,7 +237,7 @@ impl Engine {
                 world,
                 q,
                 reqs: Requests::default(),
-                pending: (0..nprocs).map(|_| VecDeque::new()).collect(),
+                pending: (0..nprocs).map(|_| Default::default()).collect(),
                 n_pending: 0,
                 rndv_todo: Vec::new(),
                 unexpose_todo: Vec::new(),
@@ -297,152 +267,29 @@ impl Engine {
         }
     }
 
-    /// Add a transport that reaches the world ranks `peers`; returns its index.
-    /// A later transport does not override an earlier one for the same peer.
-    pub fn add_transport(&mut self, t: Box<dyn Transport>, peers: &[u32]) -> usize {
-        let idx = self.transports.len();
-        assert!(idx < ROUTE_NONE as usize, "too many transports");
-        for &p in peers {
-            if let Some(r) = self.core.route.get_mut(p as usize) {
-                if *r == ROUTE_NONE {
-                    *r = idx as u8;
-                }
-            }
-        }
-        self.eager.push(t.eager_limit().min(self.cfg.eager_limit));
-        self.transports.push(t);
-        self.core.stats.sent_by_transport.push(0);
-        self.core.stats.learned.transport.push(0);
-        idx
-    }
-
-    /// Add an out-of-band failure source (the runtime's termination events), polled on the
-    /// slow path.
-    pub fn add_failure_source(&mut self, f: FailureSource) {
-        self.failure_sources.push(f);
-    }
-
-    /// Make the next progress call run the slow path (poll the failure sources) whenever
-    /// `flag` is set, instead of waiting for the slow-path period: a failure source whose
-    /// notices arrive on another thread (the PMIx client's event handler) sets it. Costs one
-    /// relaxed atomic load per progress call; the source itself clears the flag when polled.
-    pub fn wake_on(&mut self, flag: &'static AtomicBool) {
-        self.failure_wakes.push(flag);
-    }
-
-    /// Name of the transport that carries traffic to world rank `peer` ("self", "none", ...).
-    pub fn route_name(&self, peer: u32) -> &'static str {
-        match self.core.route.get(peer as usize) {
-            Some(&ROUTE_SELF) => "self",
-            Some(&r) if (r as usize) < self.transports.len() => self.transports[r as usize].name(),
-            _ => "none",
-        }
-    }
-
-    /// Name of each transport, by index (the index used in [`Stats::sent_by_transport`]).
-    pub fn transport_names(&self) -> Vec<&'static str> {
-        self.transports.iter().map(|t| t.name()).collect()
-    }
-
-    pub(crate) fn transport_count(&self) -> usize {
-        self.transports.len()
-    }
-
-    pub(crate) fn eager_limit_of(&self, t: usize) -> usize {
-        self.eager[t]
-    }
-
-    /// The world communicator.
-    pub fn world(&self) -> CommId {
-        self.core.world
-    }
-
     /// This process's world rank.
     pub fn world_rank(&self) -> u32 {
         self.core.me
     }
 
-    /// Whether `c` names a live communicator.
-    #[inline]
-    pub fn comm_live(&self, c: CommId) -> bool {
-        self.core.comms.get(c).is_ok()
-    }
-
-    /// Rank of this process in `c`.
-    pub fn comm_rank(&self, c: CommId) -> Result<u32> {
-        Ok(self.core.comms.get(c)?.rank)
-    }
-
-    /// Size of `c`.
-    pub fn comm_size(&self, c: CommId) -> Result<u32> {
-        Ok(self.core.comms.get(c)?.size())
-    }
-
-    /// World rank of rank `r` of `c`.
-    pub fn comm_world_rank(&self, c: CommId, r: u32) -> Result<u32> {
-        self.core.comms.get(c)?.world_dest(r)
-    }
-
-    /// How waiting callers spend idle time from now on (a host that gained processes, e.g.
-    /// by a spawn, may no longer give every spinning process a core).
-    pub fn set_progress_mode(&mut self, mode: ProgressMode) {
-        self.cfg.progress = mode;
-    }
-
-    /// Counters.
-    pub fn stats(&self) -> &Stats {
-        &self.core.stats
-    }
-
-    /// Number of requests not yet completed by test/wait.
-    pub fn live_requests(&self) -> usize {
-        self.core.reqs.live()
-    }
-
-    /// A human-readable dump of queues and requests, for diagnosing hangs.
-    pub fn debug_state(&mut self) -> String {
-        use std::fmt::Write;
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "rank {}: {} live requests, {} queued sends",
-            self.core.me,
-            self.core.reqs.live(),
-            self.core.n_pending
-        );
-        for (ctx, qs) in self.core.q.iter_mut().enumerate() {
-            if qs.posted.is_empty() && qs.unexpected.is_empty() {
-                continue;
-            }
-            let posted: Vec<_> = qs.posted.iter().map(|p| (p.src(), p.tag())).collect();
-            let unexp: Vec<_> = qs
-                .unexpected
-                .iter()
-                .map(|u| (u.src, u.tag, u.data.len(), matches!(u.data, Arrived::Rts { .. })))
-                .collect();
-            let _ = writeln!(
-                out,
-                "  ctx {ctx}: posted (src,tag) {posted:?}; unexpected (src,tag,len,rts) {unexp:?}"
-            );
-        }
-        self.core.reqs.for_each_mut(|id, r| {
-            let _ = writeln!(
-                out,
-                "  req {id:?}: send={} peer={} tag={} phase={:?}",
-                r.is_send, r.peer, r.tag, r.phase
-            );
-        });
-        out
-    }
-
-    /// Messages waiting in per-destination queues for transport space.
-    pub fn pending_sends(&self) -> usize {
-        self.core.n_pending
-    }
-
     /// True while `id` names a request that test/wait has not returned yet.
     pub fn is_pending(&self, id: ReqId) -> bool {
         self.core.reqs.get(id).is_some()
+    }
+
+    /// This engine as the collectives layer's capability.
+    #[inline(always)]
+    pub(crate) fn as_coll(&mut self) -> &mut CollPort {
+        // SAFETY: `CollPort` is `repr(transparent)` over `Engine`, so the two have one
+        // layout, and the returned borrow is the borrow of `self`.
+        unsafe { &mut *(self as *mut Engine).cast::<CollPort>() }
+    }
+
+    /// This engine as the fault-tolerance layer's capability.
+    #[inline(always)]
+    pub(crate) fn as_ft(&mut self) -> &mut FtPort {
+        // SAFETY: as in `as_coll`.
+        unsafe { &mut *(self as *mut Engine).cast::<FtPort>() }
     }
 }
 

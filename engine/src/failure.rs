@@ -4,77 +4,14 @@
 //! failure or a revocation ends — requests towards a failed rank, every pending operation of
 //! a communicator whose error scope covers the failure, and of a revoked communicator.
 //!
-//! The fast path reads only [`Failures::any`] (one word); the per-rank bits are consulted
-//! only when some failure is known.
+//! The table itself is in `fail_table.rs`; the fast path reads only its `any` (one word).
 
 use crate::comm::{CommState, ErrScope};
-use crate::engine::{Core, Origin};
+use crate::engine::Core;
 use crate::error::{Error, Result};
 use crate::request::{Phase, Req};
+use crate::stats::Origin;
 use crate::{CommId, Engine};
-
-/// Known failed processes, in the order they were learned.
-#[derive(Default, Debug)]
-pub(crate) struct Failures {
-    bits: Vec<u64>,
-    /// Failed world ranks in order of detection; communicators acknowledge a prefix of it.
-    pub(crate) list: Vec<u32>,
-    /// Ranks that said goodbye (finalized): their exit is not a failure.
-    departed: Vec<u64>,
-}
-
-impl Failures {
-    pub(crate) fn new(nprocs: u32) -> Failures {
-        let words = (nprocs as usize).div_ceil(64);
-        Failures { bits: vec![0; words], list: Vec::new(), departed: vec![0; words] }
-    }
-
-    /// Cover world ranks `0..nprocs` (never shrinks): peers that joined the job.
-    pub(crate) fn grow(&mut self, nprocs: u32) {
-        let words = (nprocs as usize).div_ceil(64);
-        if words > self.bits.len() {
-            self.bits.resize(words, 0);
-            self.departed.resize(words, 0);
-        }
-    }
-
-    /// Record that `w` finalized.
-    pub(crate) fn depart(&mut self, w: u32) {
-        if let Some(b) = self.departed.get_mut(w as usize / 64) {
-            *b |= 1u64 << (w % 64);
-        }
-    }
-
-    /// True if `w` finalized (its exit is expected).
-    pub(crate) fn departed(&self, w: u32) -> bool {
-        self.departed.get(w as usize / 64).is_some_and(|b| b & (1u64 << (w % 64)) != 0)
-    }
-
-    /// True when at least one failure is known: the one word the fast path reads.
-    #[inline(always)]
-    pub(crate) fn any(&self) -> bool {
-        !self.list.is_empty()
-    }
-
-    #[inline]
-    pub(crate) fn is_failed(&self, w: u32) -> bool {
-        self.any() && self.bits.get(w as usize / 64).is_some_and(|b| b & (1u64 << (w % 64)) != 0)
-    }
-
-    /// Record `w` as failed; false if it was already known (or out of range).
-    pub(crate) fn insert(&mut self, w: u32) -> bool {
-        let Some(b) = self.bits.get_mut(w as usize / 64) else {
-            return false;
-        };
-        let m = 1u64 << (w % 64);
-        if *b & m != 0 {
-            return false;
-        }
-        *b |= m;
-        self.list.push(w);
-        true
-    }
-}
 
 impl Engine {
     /// Record that world rank `w` failed and complete, with `ProcFailed`, every operation that
@@ -165,20 +102,9 @@ impl Engine {
         }
     }
 
-    /// World ranks known to have failed, in order of detection.
-    pub fn failed_world_ranks(&self) -> &[u32] {
-        &self.core.failed.list
-    }
-
-    /// Ranks of `c` known to have failed.
-    pub fn get_failed(&self, c: CommId) -> Result<Vec<u32>> {
-        let comm = self.core.comms.get(c)?;
-        Ok(self.core.failed.list.iter().filter_map(|&w| comm.rank_of_world(w)).collect())
-    }
-
     /// Acknowledge every failure known now on `c`: wildcard receives on `c` stop reporting
     /// `ProcFailedPending` for them. Returns how many failed ranks of `c` are acknowledged.
-    pub fn ack_failed(&mut self, c: CommId) -> Result<usize> {
+    pub(crate) fn ack_failed(&mut self, c: CommId) -> Result<usize> {
         let n = self.core.failed.list.len();
         let comm = self.core.comms.get_mut(c)?;
         comm.acked = n;
@@ -194,12 +120,6 @@ impl Engine {
         self.core.failed.list[comm.acked.min(self.core.failed.list.len())..]
             .iter()
             .any(|&w| comm.rank_of_world(w).is_some())
-    }
-
-    /// Number of failures known so far (grows by one per newly failed process): activities
-    /// compare it with the value they saw last to notice new failures cheaply.
-    pub(crate) fn failure_count(&self) -> usize {
-        self.core.failed.list.len()
     }
 
     /// Revoke `c` locally: every pending point-to-point operation on it (user and internal
@@ -220,29 +140,6 @@ impl Engine {
             }
         }
         Ok(true)
-    }
-
-    /// True if `c` was revoked.
-    pub fn is_revoked(&self, c: CommId) -> Result<bool> {
-        Ok(self.core.comms.get(c)?.revoked)
-    }
-
-    /// Set which failures raise errors on `c`.
-    pub fn set_error_scope(&mut self, c: CommId, scope: ErrScope) -> Result<()> {
-        self.core.comms.get_mut(c)?.scope = scope;
-        Ok(())
-    }
-
-    /// The error scope of `c`.
-    pub fn error_scope(&self, c: CommId) -> Result<ErrScope> {
-        Ok(self.core.comms.get(c)?.scope)
-    }
-
-    /// Ranks of `c` whose failure `c` has acknowledged (ULFM's older `get_acked`).
-    pub fn get_acked(&self, c: CommId) -> Result<Vec<u32>> {
-        let comm = self.core.comms.get(c)?;
-        let n = comm.acked.min(self.core.failed.list.len());
-        Ok(self.core.failed.list[..n].iter().filter_map(|&w| comm.rank_of_world(w)).collect())
     }
 
     /// Complete every pending operation on `c` that may safely end now with `err`: posted and

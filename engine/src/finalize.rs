@@ -6,8 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::Core;
-use crate::rndv::RTS_BODY;
-use crate::send::{Body, Outgoing};
+use crate::pending::{Body, Outgoing, RTS_BODY};
 use crate::transport::{class, Header};
 use crate::Engine;
 
@@ -20,7 +19,7 @@ impl Engine {
     /// acknowledgement or a goodbye of its own — or is known failed. A transport may still
     /// hold data it has accepted (libfabric's manual progress), so without this wait a fast
     /// rank could exit before its last messages left. Bounded by `FINALIZE_WAIT` (10 s).
-    pub fn finalize(&mut self) {
+    pub(crate) fn finalize(&mut self) {
         let deadline = Instant::now() + FINALIZE_WAIT;
         let hdr = Header { class: class::BYE, ..Header::default() };
         let mut waiting = Vec::new();

@@ -107,6 +107,10 @@ impl Matching {
         Some(&mut self.ctxs[i])
     }
 
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &CtxQueues> {
+        self.ctxs.iter()
+    }
+
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut CtxQueues> {
         self.ctxs.iter_mut()
     }

@@ -1,22 +1,29 @@
 //! Progress and completion: one progress call (poll every transport, then the auxiliary work
 //! — queued sends, rendezvous, control messages, activities — and, by time, the slow path
-//! that polls for failures), the idle step of blocking loops, and test/wait/cancel on
-//! requests. A blocking [`Engine::wait`] names the request it waits for, so the message that
-//! completes it ends the poll (see `recv.rs`).
+//! that polls for failures), the idle step of blocking loops, test/wait/cancel on requests,
+//! and the generic requests of the upper layers. A blocking wait names the request it waits
+//! for, so the message that completes it ends the poll (see `recv.rs`).
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::engine::{Origin, POLL_IDLE_SPINS};
+use crate::buffer::UserBuf;
 use crate::error::{Error, Result};
-use crate::request::{Phase, ReqId};
-use crate::{Engine, ProgressMode, Status, ANY_SOURCE};
+use crate::request::{Phase, Req, ReqId};
+use crate::stats::Origin;
+use crate::{CommId, Engine, ProgressMode, Status, ANY_SOURCE};
+
+/// Idle iterations after which a [`ProgressMode::Poll`] wait yields its core while it stays
+/// idle. Spinning on through a long wait costs nothing on an otherwise idle core, but on a
+/// shared one the scheduler charges the spin to this process, which then waits for the core
+/// when its data arrives; `sched_yield` with nothing else runnable returns at once.
+pub(crate) const POLL_IDLE_SPINS: u32 = 1024;
 
 impl Engine {
     /// Make progress on every transport once; returns how many events happened (messages,
     /// and failures learned: a wait loop that just learned of one looks at its request before
     /// it yields the core).
-    pub fn progress(&mut self) -> usize {
+    pub(crate) fn progress(&mut self) -> usize {
         let mut n = 0;
         let core = &mut self.core;
         for t in self.transports.iter_mut() {
@@ -83,7 +90,7 @@ impl Engine {
 
     /// Poll failure sources now (normally done on the slow path every `slow_period`); returns
     /// how many ranks it newly found failed.
-    pub fn slow_path(&mut self) -> usize {
+    pub(crate) fn slow_path(&mut self) -> usize {
         self.last_slow = Instant::now();
         let mut found = std::mem::take(&mut self.scratch);
         // origins[k] says where found[k] came from.
@@ -147,7 +154,7 @@ impl Engine {
     /// Withdraw a request that has not started moving data: a posted receive that has not
     /// matched, or an eager send still queued for transport space. Returns true if it was
     /// cancelled (and freed); false if it is already under way or done (wait for it).
-    pub fn cancel(&mut self, id: ReqId) -> Result<bool> {
+    pub(crate) fn cancel(&mut self, id: ReqId) -> Result<bool> {
         let Some(r) = self.core.reqs.get(id) else {
             return Err(Error::InvalidRequest);
         };
@@ -218,7 +225,7 @@ impl Engine {
     /// transports do not look further (for a shared-memory ring, reading the next record's
     /// line would cost a transfer from the sender's core between the completion and this
     /// caller). Other waits (`wait_all`, `wait_any`, tests) keep draining in batches.
-    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+    pub(crate) fn wait(&mut self, id: ReqId) -> Result<Status> {
         let mut spins = 0;
         let r = loop {
             match self.take_if_done(id) {
@@ -294,5 +301,47 @@ impl Engine {
             }
         }
         self.wait_all(ids).map(Some)
+    }
+}
+
+/// Peer value of generic requests (neither a rank nor `ANY_SOURCE`).
+const GENERIC_PEER: i32 = -2;
+
+impl Engine {
+    /// A pending generic request on `c` (an upper layer's operation).
+    pub(crate) fn new_generic(&mut self, c: CommId) -> Result<ReqId> {
+        self.core.comms.get(c)?;
+        Ok(self.core.reqs.insert(Req {
+            comm: c,
+            peer_world: u32::MAX,
+            peer: GENERIC_PEER,
+            tag: 0,
+            buf: UserBuf::EMPTY,
+            is_send: false,
+            phase: Phase::Generic,
+        }))
+    }
+
+    /// Complete a generic request; ignored if it is not pending.
+    pub(crate) fn complete_generic(&mut self, id: ReqId, res: Result<Status>) {
+        if let Some(r) = self.core.reqs.get_mut(id) {
+            if matches!(r.phase, Phase::Generic) {
+                r.phase = Phase::Done(res);
+            }
+        }
+    }
+
+    /// Take the result of a complete request without making progress: `Ok(None)` while
+    /// pending.
+    pub(crate) fn take_result(&mut self, id: ReqId) -> Result<Option<Status>> {
+        match self.core.reqs.get(id) {
+            None => return Err(Error::InvalidRequest),
+            Some(r) if !matches!(r.phase, Phase::Done(_)) => return Ok(None),
+            Some(_) => {}
+        }
+        match self.core.reqs.remove(id).map(|r| r.phase) {
+            Some(Phase::Done(res)) => res.map(Some),
+            _ => Err(Error::InvalidRequest),
+        }
     }
 }

@@ -10,8 +10,8 @@ use crate::comm::ErrScope;
 use crate::engine::{check_tag, user_status, Core};
 use crate::error::{Error, Result};
 use crate::matching::{Arrived, Posted, Unexpected};
+use crate::pending::{RndvTodo, RTS_BODY};
 use crate::request::{Phase, RecvStart, Req, ReqId};
-use crate::rndv::{RndvTodo, RTS_BODY};
 use crate::transport::{class, Header, RKey};
 use crate::{CommId, Engine, Status, ANY_SOURCE};
 

@@ -39,7 +39,7 @@ impl ReqId {
     }
 }
 
-/// How a receive started by [`crate::Ext::irecv_coll_opt`] stands.
+/// How a receive started by [`crate::CollPort::irecv_coll_opt`] stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecvStart {
     /// Matched at once by a message that was already here: complete, no request.
@@ -77,7 +77,7 @@ pub(crate) enum Phase {
     /// phase otherwise).
     RecvAwaitPut { peer: u32 },
     /// An operation of an upper layer (a non-blocking collective, an agreement): completed by
-    /// [`crate::Ext::complete_request`].
+    /// [`crate::CollPort::complete_request`] / [`crate::FtPort::complete_request`].
     Generic,
     /// Finished; the result waits for test/wait.
     Done(Result<Status, Error>),
@@ -162,6 +162,15 @@ impl Requests {
     /// Whether some live request satisfies `f` (a scan of the slab: not for small messages).
     pub(crate) fn any(&self, mut f: impl FnMut(&Req) -> bool) -> bool {
         self.slots.iter().any(|s| s.req.as_ref().is_some_and(&mut f))
+    }
+
+    /// Visit every live request, read-only (diagnostics).
+    pub(crate) fn for_each(&self, mut f: impl FnMut(ReqId, &Req)) {
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(r) = s.req.as_ref() {
+                f(ReqId::new(i as u32, s.gen), r);
+            }
+        }
     }
 
     /// Visit every live request (slow path: failure sweeps).

@@ -3,40 +3,17 @@
 //! once the RTS matches a receive, reads the data straight into the user buffer with the
 //! transport's `get` (at once or asynchronously) and sends a FIN back; the FIN completes the
 //! send and withdraws the exposure. Large messages on a transport that can also write a
-//! peer's memory split the copy between both sides (`split.rs`). A rendezvous to this process itself (a synchronous send
-//! to self) is copied from the sender's request when it matches.
+//! peer's memory split the copy between both sides (`split.rs`). A rendezvous to this process
+//! itself (a synchronous send to self) is copied from the sender's request when it matches.
+//! Its work items (matched offers, reads in flight) are data in `pending.rs`.
 
 use crate::buffer::UserBuf;
 use crate::engine::{user_status, Core, ROUTE_SELF};
 use crate::error::Error;
+use crate::pending::{Body, GetInFlight, Outgoing, RndvTodo, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};
-use crate::send::{Body, Outgoing};
-use crate::transport::{class, GetStatus, Header, RKey, TransportError};
-use crate::{Engine, Status};
-
-/// RTS payload: sender request id (8 bytes) + remote key.
-pub(crate) const RTS_BODY: usize = 8 + std::mem::size_of::<RKey>();
-
-/// A matched RTS whose data must be read.
-pub(crate) struct RndvTodo {
-    pub(crate) req: ReqId,
-    pub(crate) peer_world: u32,
-    pub(crate) sreq: u64,
-    pub(crate) ctx: u32,
-    pub(crate) key: RKey,
-    pub(crate) len: usize,
-    pub(crate) status: Status,
-}
-
-/// An asynchronous read in flight.
-pub(crate) struct GetInFlight {
-    token: u64,
-    pub(crate) transport: usize,
-    req: ReqId,
-    peer_world: u32,
-    sreq: u64,
-    ctx: u32,
-}
+use crate::transport::{class, GetStatus, Header, TransportError};
+use crate::Engine;
 
 impl Engine {
     /// Start the reads of matched RTS messages (after a poll, or when a receive matched one).

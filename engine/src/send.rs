@@ -1,41 +1,22 @@
 //! The send path: eager sends straight to the transport or into the per-destination FIFO
 //! queue when the transport is full, the start of a rendezvous (expose, RTS), synchronous
-//! sends (always a rendezvous), and the flush of those queues on progress. Owns [`Outgoing`] and the queue discipline: a message to a
-//! peer never overtakes an earlier one to the same peer.
+//! sends (always a rendezvous), and the flush of those queues on progress. Owns the queue
+//! discipline (the queued messages themselves are data, in `pending.rs`): a message to a peer
+//! never overtakes an earlier one to the same peer.
+//!
+//! A blocking send is two calls here: [`Engine::send`] (inlined into its caller) →
+//! `isend_ctx` (arguments checked once, route looked up) → the transport's `try_send`, handed
+//! the header and the caller's bytes; the transport needs nothing else from the engine.
 
 use crate::buffer::UserBuf;
 use crate::comm::ErrScope;
-use crate::engine::{check_tag, user_status, Core, Origin, ROUTE_NONE, ROUTE_SELF};
+use crate::engine::{check_tag, user_status, Core, ROUTE_NONE, ROUTE_SELF};
 use crate::error::{Error, Result};
+use crate::pending::{Body, Outgoing, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};
-use crate::rndv::RTS_BODY;
+use crate::stats::Origin;
 use crate::transport::{class, Header, RKey, TransportError};
 use crate::{CommId, Engine, Status};
-
-/// A message waiting for transport space, in per-destination FIFO order.
-pub(crate) struct Outgoing {
-    pub(crate) hdr: Header,
-    pub(crate) body: Body,
-    /// Eager sends complete when handed to the transport.
-    pub(crate) complete: Option<ReqId>,
-}
-
-pub(crate) enum Body {
-    User(UserBuf),
-    Inline([u8; RTS_BODY], u8),
-    Owned(Vec<u8>),
-}
-
-impl Body {
-    #[inline]
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Body::User(b) => b.as_slice(),
-            Body::Inline(a, n) => &a[..*n as usize],
-            Body::Owned(v) => v,
-        }
-    }
-}
 
 impl Engine {
     /// Blocking send of `buf` to rank `dst` of `c` with `tag`. Inline: a call of its own in

@@ -20,56 +20,14 @@
 use crate::buffer::UserBuf;
 use crate::engine::Core;
 use crate::error::Error;
+use crate::pending::{Awaiting, Body, CtsTodo, Outgoing, RndvTodo, RTS_BODY};
 use crate::request::{Phase, Req, ReqId};
-use crate::rndv::{RndvTodo, RTS_BODY};
-use crate::send::{Body, Outgoing};
 use crate::transport::{class, Header, RKey, TransportError};
 use crate::Engine;
-use crate::Status;
 
 /// The split's granularity: the tail starts on a multiple of it (the CTS carries the offset
 /// in these units).
 const PAGE: usize = 4096;
-
-/// A CTS the sender must serve after the poll.
-pub(crate) struct CtsTodo {
-    peer: u32,
-    ctx: u32,
-    sreq: u64,
-    rreq: u64,
-    key: RKey,
-    offset: usize,
-}
-
-/// A split receive waiting for its PUT_DONE (its request is in `Phase::RecvAwaitPut`).
-pub(crate) struct Awaiting {
-    pub(crate) req: ReqId,
-    status: Status,
-    /// The exposure of the tail, which the sender writes.
-    pub(crate) key: RKey,
-    /// Outcome of the head's read.
-    head: Result<(), Error>,
-    /// The sender's request id and the context of its FIN.
-    sreq: u64,
-    ctx: u32,
-}
-
-/// The split rendezvous' work after a poll (both sides), and its receives in progress.
-#[derive(Default)]
-pub(crate) struct SplitTodo {
-    cts: Vec<CtsTodo>,
-    /// `(peer, ctx, sender request)` of split receives completed by a PUT_DONE.
-    fins: Vec<(u32, u32, u64)>,
-    /// Split receives waiting for their PUT_DONE (a few at a time: a window of messages of at
-    /// least the split limit).
-    pub(crate) awaiting: Vec<Awaiting>,
-}
-
-impl SplitTodo {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.cts.is_empty() && self.fins.is_empty()
-    }
-}
 
 impl Engine {
     /// Start a matched rendezvous as a split one if transport `t` splits messages of this

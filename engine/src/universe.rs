@@ -7,9 +7,9 @@
 //! spawned process, `base..base+k` — [`Engine::with_world`]); communicators that span jobs
 //! (a spawn's intercommunicator and whatever is built from it) name universe ranks like any
 //! other. Peers of another job are reached through transports added after init
-//! ([`Engine::add_peer_transport`]); a transport all of whose peers failed or said goodbye is
-//! retired and its slot reused ([`Engine::retire_dead_transports`]), so a job that replaces
-//! failed processes again and again keeps a bounded set of transports.
+//! ([`crate::Setup::add_peer_transport`]); a transport all of whose peers failed or said
+//! goodbye is retired and its slot reused ([`crate::Setup::retire_dead_transports`]), so a job
+//! that replaces failed processes again and again keeps a bounded set of transports.
 //!
 //! Nothing here runs on the data path: the tables grow only when a spawn connects new peers.
 
@@ -75,13 +75,27 @@ impl Engine {
         Ok(e)
     }
 
-    /// Number of universe ranks the per-peer tables cover.
-    pub fn universe_size(&self) -> u32 {
-        self.core.route.len() as u32
+    /// Add a transport that reaches the world ranks `peers`; returns its index.
+    /// A later transport does not override an earlier one for the same peer.
+    pub(crate) fn add_transport(&mut self, t: Box<dyn Transport>, peers: &[u32]) -> usize {
+        let idx = self.transports.len();
+        assert!(idx < ROUTE_NONE as usize, "too many transports");
+        for &p in peers {
+            if let Some(r) = self.core.route.get_mut(p as usize) {
+                if *r == ROUTE_NONE {
+                    *r = idx as u8;
+                }
+            }
+        }
+        self.eager.push(t.eager_limit().min(self.cfg.eager_limit));
+        self.transports.push(t);
+        self.core.stats.sent_by_transport.push(0);
+        self.core.stats.learned.transport.push(0);
+        idx
     }
 
     /// Grow the per-peer tables to universe ranks `0..universe` (never shrinks).
-    pub fn grow_universe(&mut self, universe: u32) {
+    pub(crate) fn grow_universe(&mut self, universe: u32) {
         let n = universe as usize;
         let core = &mut self.core;
         if n <= core.route.len() {
@@ -95,9 +109,9 @@ impl Engine {
     }
 
     /// Add a transport that reaches the universe ranks `peers` (which the tables must cover,
-    /// see [`Engine::grow_universe`]), in the slot of a retired transport if there is one.
+    /// see `grow_universe`), in the slot of a retired transport if there is one.
     /// Fails when the route table has no room for another transport.
-    pub fn add_peer_transport(&mut self, t: Box<dyn Transport>, peers: &[u32]) -> Result<usize> {
+    pub(crate) fn add_peer_transport(&mut self, t: Box<dyn Transport>, peers: &[u32]) -> Result<usize> {
         if let Some(&p) = peers.iter().find(|&&p| p as usize >= self.core.route.len() || p == self.core.me) {
             return Err(Error::InvalidArg(format!("peer {p} is this process or outside the universe")));
         }
@@ -129,8 +143,8 @@ impl Engine {
 
     /// Retire every transport whose peers have all failed or finalized: its slot holds a
     /// transport that reaches nobody (its memory and descriptors are released) until
-    /// [`Engine::add_peer_transport`] reuses it. Returns how many were retired.
-    pub fn retire_dead_transports(&mut self) -> usize {
+    /// [`crate::Setup::add_peer_transport`] reuses it. Returns how many were retired.
+    pub(crate) fn retire_dead_transports(&mut self) -> usize {
         let mut retired = 0;
         for t in 0..self.transports.len() {
             if self.transports[t].name() == Retired.name() {

@@ -39,7 +39,7 @@ where
                 // Like a process's finalize: flush queued control messages (a FIN may still
                 // wait for space in the peer's inbox). A rank that "died" does not.
                 if !*net.dead[r as usize].lock().unwrap() {
-                    e.finalize();
+                    Setup::of(&mut e).finalize();
                 }
             })
         })
@@ -133,11 +133,11 @@ fn bad_input_is_typed_and_harmless() {
         // SAFETY: a NULL buffer is rejected before any access (the point of this check).
         assert!(matches!(unsafe { e.isend(w, std::ptr::null(), 4, 1, 0) }, Err(Error::InvalidArg(_))));
         assert!(matches!(e.wait(ReqId::from_raw(12345)), Err(Error::InvalidRequest)));
-        let d = e.comm_dup(w).unwrap();
-        e.comm_free(d).unwrap();
+        let d = Communicators::of(e).dup(w).unwrap();
+        Communicators::of(e).free(d).unwrap();
         assert!(matches!(e.send(d, b"x", 1 - me, 0), Err(Error::InvalidComm)));
-        assert!(matches!(e.comm_free(d), Err(Error::InvalidComm)));
-        assert!(e.comm_free(w).is_err());
+        assert!(matches!(Communicators::of(e).free(d), Err(Error::InvalidComm)));
+        assert!(Communicators::of(e).free(w).is_err());
         // Still usable.
         if me == 0 {
             e.send(w, b"ok", 1, 1).unwrap();
@@ -153,9 +153,9 @@ fn bad_input_is_typed_and_harmless() {
 fn dup_and_split_isolate_traffic() {
     run(5, 64, |me, e, _| {
         let w = e.world();
-        let d = e.comm_dup(w).unwrap();
-        let s = e.comm_split(w, (me % 2) as i32, -(me as i32)).unwrap().unwrap();
-        let (sr, ss) = (e.comm_rank(s).unwrap(), e.comm_size(s).unwrap());
+        let d = Communicators::of(e).dup(w).unwrap();
+        let s = Communicators::of(e).split(w, (me % 2) as i32, -(me as i32)).unwrap().unwrap();
+        let (sr, ss) = (e.comm(s).unwrap().rank(), e.comm(s).unwrap().size());
         assert_eq!(ss, if me % 2 == 0 { 3 } else { 2 });
         // key = -rank: the split ranks are reversed.
         let members: Vec<u32> = (0..5).filter(|r| r % 2 == me % 2).rev().collect();
@@ -174,8 +174,8 @@ fn dup_and_split_isolate_traffic() {
         assert_eq!(b[0], 2);
         let st = e.recv(s, &mut b, ANY_SOURCE, 0).unwrap();
         assert_eq!((b[0], st.source), (1, from));
-        assert!(matches!(e.comm_split(w, -7, 0), Err(Error::InvalidArg(_))));
-        let none = e.comm_split(w, if me == 0 { UNDEFINED } else { 1 }, 0).unwrap();
+        assert!(matches!(Communicators::of(e).split(w, -7, 0), Err(Error::InvalidArg(_))));
+        let none = Communicators::of(e).split(w, if me == 0 { UNDEFINED } else { 1 }, 0).unwrap();
         assert_eq!(none.is_none(), me == 0);
         e.barrier(w).unwrap();
     });
@@ -205,13 +205,13 @@ fn failure_completes_pending_operations() {
                 assert_eq!(err, Error::ProcFailed { ranks: vec![2] });
                 assert!(t0.elapsed() < Duration::from_secs(5));
                 assert_eq!(e.wait(wild).unwrap_err(), Error::ProcFailedPending);
-                assert_eq!(e.get_failed(w).unwrap(), vec![2]);
+                assert_eq!(e.comm(w).unwrap().failed(), vec![2]);
                 // Data sent before the death is still delivered.
                 let mut lw = [0u8; 10];
                 e.recv(w, &mut lw, 2, 1).unwrap();
                 assert_eq!(&lw, b"last words");
                 assert!(matches!(e.send(w, b"x", 2, 0), Err(Error::ProcFailed { .. })));
-                assert_eq!(e.ack_failed(w).unwrap(), 1);
+                assert_eq!(Communicators::of(e).ack_failed(w).unwrap(), 1);
                 e.send(w, b"rd", 1, 5).unwrap();
                 e.wait(wild).unwrap();
                 assert_eq!(&b[..2], b"go");
@@ -240,7 +240,7 @@ fn split_rendezvous_moves_every_byte() {
                 let data: Vec<u8> = (0..len).map(|i| pat(len, i)).collect();
                 e.send(w, &data, 1, 3).unwrap();
             }
-            assert_eq!(e.stats().split_rndv, 0, "the sender received nothing");
+            assert_eq!(Diagnostics::of(e).stats().split_rndv, 0, "the sender received nothing");
         } else {
             for &len in &sizes {
                 let mut b = vec![0u8; len];
@@ -248,7 +248,7 @@ fn split_rendezvous_moves_every_byte() {
                 assert_eq!(st.count, len);
                 assert!(b.iter().enumerate().all(|(i, &x)| x == pat(len, i)), "{len} bytes differ");
             }
-            assert_eq!(e.stats().split_rndv, sizes.len() as u64);
+            assert_eq!(Diagnostics::of(e).stats().split_rndv, sizes.len() as u64);
         }
         e.barrier(w).unwrap();
     });
@@ -286,14 +286,18 @@ fn a_peer_done_reading_takes_the_split_of_the_rest() {
             e.wait_all(&recvs).unwrap();
             rank0_read.store(true, Ordering::Release);
             e.wait_all(&sends).unwrap();
-            assert_eq!(e.stats().split_rndv, 0, "rank 0 read while rank 1 had its sends pending");
+            assert_eq!(
+                Diagnostics::of(e).stats().split_rndv,
+                0,
+                "rank 0 read while rank 1 had its sends pending"
+            );
         } else {
             while !rank0_read.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
             e.wait_all(&recvs).unwrap();
             e.wait_all(&sends).unwrap();
-            let st = e.stats();
+            let st = Diagnostics::of(e).stats();
             assert_eq!(st.split_rndv, WIN as u64, "rank 1 splits the window once rank 0 is done");
             assert_eq!(st.split_late, 1, "decided at the first receive, after polling the FINs");
         }
@@ -363,7 +367,7 @@ proptest! {
                             break st;
                         }
                         if t0.elapsed() > Duration::from_secs(5) {
-                            panic!("receive for tag {tag} (want seq {want_seq}) stuck:\n{}", e.debug_state());
+                            panic!("receive for tag {tag} (want seq {want_seq}) stuck:\n{}", Diagnostics::of(e).debug_state());
                         }
                     };
                     let seq = u32::from_le_bytes(b[..4].try_into().unwrap());
@@ -381,29 +385,46 @@ struct RingToken {
     req: ReqId,
     buf: Box<[u8; 4]>,
     stage: u8,
-    inner: Option<ReqId>,
+    /// The step in flight: its request, or `None` for a receive matched at once.
+    inner: Option<Option<ReqId>>,
 }
 
-impl Activity for RingToken {
-    fn advance(&mut self, e: &mut Ext) -> Step {
-        let (me, n) = (e.comm_rank(self.comm).unwrap(), e.comm_size(self.comm).unwrap());
+/// A receive on the internal context as a request, or `None` if it matched at once.
+fn posted(r: Result<RecvStart>) -> Result<Option<ReqId>> {
+    r.map(|s| match s {
+        RecvStart::Pending(id) => Some(id),
+        RecvStart::Done(_) => None,
+    })
+}
+
+impl Activity<CollPort> for RingToken {
+    fn advance(&mut self, e: &mut CollPort) -> Step {
+        let (me, n) = (e.comm(self.comm).unwrap().rank(), e.comm(self.comm).unwrap().size());
         loop {
             match self.stage {
                 0 => {
                     let id = if me == 0 {
                         // SAFETY: self.buf is boxed (a stable address) and owned by this
                         // activity, which leaves it alone until take_result reports the request.
-                        unsafe { e.isend_coll(self.comm, self.buf.as_ptr(), 4, 1 % n, FIRST_COLL_TAG) }
+                        unsafe {
+                            e.isend_coll(self.comm, self.buf.as_ptr(), 4, 1 % n, FIRST_COLL_TAG).map(Some)
+                        }
                     } else {
                         // SAFETY: as above: the boxed self.buf is untouched until completion.
-                        unsafe {
-                            e.irecv_coll(self.comm, self.buf.as_mut_ptr(), 4, (me - 1) as i32, FIRST_COLL_TAG)
-                        }
+                        posted(unsafe {
+                            e.irecv_coll_opt(
+                                self.comm,
+                                self.buf.as_mut_ptr(),
+                                4,
+                                (me - 1) as i32,
+                                FIRST_COLL_TAG,
+                            )
+                        })
                     };
                     self.inner = Some(id.unwrap());
                     self.stage = 1;
                 }
-                1 => match e.take_result(self.inner.unwrap()) {
+                1 => match self.inner.unwrap().map_or(Ok(Some(Status::default())), |id| e.take_result(id)) {
                     Ok(None) => return Step::Continue,
                     Err(err) => {
                         e.complete_request(self.req, Err(err));
@@ -413,28 +434,29 @@ impl Activity for RingToken {
                         let id = if me == 0 {
                             // SAFETY: the previous request on self.buf has completed; the boxed
                             // buffer is untouched until take_result reports this one.
-                            unsafe {
-                                e.irecv_coll(
+                            posted(unsafe {
+                                e.irecv_coll_opt(
                                     self.comm,
                                     self.buf.as_mut_ptr(),
                                     4,
                                     (n - 1) as i32,
                                     FIRST_COLL_TAG,
                                 )
-                            }
+                            })
                         } else {
                             self.buf[0] += 1;
                             // SAFETY: the receive into self.buf has completed; the boxed buffer
                             // is not written until take_result reports this send.
                             unsafe {
                                 e.isend_coll(self.comm, self.buf.as_ptr(), 4, (me + 1) % n, FIRST_COLL_TAG)
+                                    .map(Some)
                             }
                         };
                         self.inner = Some(id.unwrap());
                         self.stage = 2;
                     }
                 },
-                _ => match e.take_result(self.inner.unwrap()) {
+                _ => match self.inner.unwrap().map_or(Ok(Some(Status::default())), |id| e.take_result(id)) {
                     Ok(None) => return Step::Continue,
                     res => {
                         let st = res.map(|_| Status { source: 0, tag: 0, count: self.buf[0] as usize });
@@ -451,11 +473,11 @@ impl Activity for RingToken {
 fn activities_and_generic_requests() {
     run(3, 8, |_me, e, _| {
         let w = e.world();
-        let req = e.ext().new_request(w).unwrap();
-        e.ext().spawn(Box::new(RingToken { comm: w, req, buf: Box::new([0; 4]), stage: 0, inner: None }));
+        let req = CollPort::of(e).new_request(w).unwrap();
+        CollPort::of(e).spawn(RingToken { comm: w, req, buf: Box::new([0; 4]), stage: 0, inner: None });
         // A user receive on the same tag must not see internal traffic.
         let st = e.wait(req).unwrap();
-        if e.comm_rank(w).unwrap() == 0 {
+        if e.comm(w).unwrap().rank() == 0 {
             assert_eq!(st.count, 2, "token incremented by ranks 1 and 2");
         }
         assert!(e.iprobe(w, ANY_SOURCE, ANY_TAG).unwrap().is_none());
@@ -469,10 +491,10 @@ fn class_handlers_and_revoke() {
     use std::rc::Rc;
     run(2, 8, |me, e, _| {
         let w = e.world();
-        let d = e.comm_dup(w).unwrap();
+        let d = Communicators::of(e).dup(w).unwrap();
         let got = Rc::new(Cell::new(0u64));
         let g = got.clone();
-        e.ext()
+        FtPort::of(e)
             .set_handler(
                 40,
                 Box::new(move |e, peer, h, p| {
@@ -482,7 +504,7 @@ fn class_handlers_and_revoke() {
                 }),
             )
             .unwrap();
-        assert!(e.ext().set_handler(3, Box::new(|_, _, _, _| {})).is_err());
+        assert!(FtPort::of(e).set_handler(3, Box::new(|_, _, _, _| {})).is_err());
         let mut b = [0u8; 4];
         // SAFETY: b is not touched; the request completes (Revoked) at the wait below.
         let pending = unsafe { e.irecv(d, b.as_mut_ptr(), 4, 1 - me as i32, 0).unwrap() };
@@ -490,11 +512,11 @@ fn class_handlers_and_revoke() {
             let hdr = Header { class: 40, len: 7, ..Header::default() };
             // The peer's handle for its dup is not ours in general, but both processes
             // created the same sequence of communicators here, so the raw handle matches.
-            e.ext().send_ctrl(1, hdr, &d.to_raw().to_le_bytes()).unwrap();
-            e.ext().revoke_local(d).unwrap();
+            FtPort::of(e).send_ctrl(1, hdr, &d.to_raw().to_le_bytes()).unwrap();
+            FtPort::of(e).revoke_local(d).unwrap();
         }
         assert_eq!(e.wait(pending).unwrap_err(), Error::Revoked);
-        assert!(e.is_revoked(d).unwrap());
+        assert!(e.comm(d).unwrap().is_revoked());
         assert_eq!(e.send(d, b"x", 1 - me, 0).unwrap_err(), Error::Revoked);
         if me == 1 {
             assert_eq!(got.get(), 7 + 8);
@@ -508,8 +530,8 @@ fn class_handlers_and_revoke() {
 fn group_error_scope_reports_any_member_failure() {
     run(3, 16, |me, e, net| {
         let w = e.world();
-        let d = e.comm_dup(w).unwrap();
-        e.set_error_scope(d, ErrScope::Group).unwrap();
+        let d = Communicators::of(e).dup(w).unwrap();
+        Communicators::of(e).set_error_scope(d, ErrScope::Group).unwrap();
         e.barrier(w).unwrap();
         if me == 2 {
             *net.dead[2].lock().unwrap() = true;
@@ -526,7 +548,7 @@ fn group_error_scope_reports_any_member_failure() {
         assert_eq!(err, Error::ProcFailed { ranks: vec![2] });
         // Until acknowledged, new operations on `d` fail too; world (local scope) does not.
         assert!(matches!(e.send(d, b"x", 1 - me, 0), Err(Error::ProcFailed { .. })));
-        e.ack_failed(d).unwrap();
+        Communicators::of(e).ack_failed(d).unwrap();
         e.send(d, &[me as u8], 1 - me, 6).unwrap();
         e.recv(d, &mut b, (1 - me) as i32, 6).unwrap();
         assert_eq!(b[0], (1 - me) as u8);
@@ -541,21 +563,21 @@ fn receive_matched_at_post_completes_without_request() {
             let m = [7u8; 8];
             for _ in 0..2 {
                 // SAFETY: m is never written; an eager send (asserted) keeps no pointer to it.
-                assert!(unsafe { e.ext().isend_coll_opt(w, m.as_ptr(), 8, 1, 3).unwrap() }.is_none());
+                assert!(unsafe { FtPort::of(e).isend_coll_opt(w, m.as_ptr(), 8, 1, 3).unwrap() }.is_none());
             }
             let big = [1u8; 64];
             // SAFETY: as above; big outlives the call and is never written.
-            assert!(unsafe { e.ext().isend_coll_opt(w, big.as_ptr(), 64, 1, 4).unwrap() }.is_none());
+            assert!(unsafe { FtPort::of(e).isend_coll_opt(w, big.as_ptr(), 64, 1, 4).unwrap() }.is_none());
         } else {
             // Wait until both messages of tag 3 are here (unexpected), then post.
             let t = Instant::now();
-            while e.stats().unexpected < 3 {
+            while Diagnostics::of(e).stats().unexpected < 3 {
                 e.progress();
                 assert!(t.elapsed() < Duration::from_secs(10), "messages never arrived");
             }
             let mut b = [0u8; 8];
             // SAFETY: b is read only in the Done arm, when the receive has completed.
-            match unsafe { e.ext().irecv_coll_opt(w, b.as_mut_ptr(), 8, 0, 3).unwrap() } {
+            match unsafe { FtPort::of(e).irecv_coll_opt(w, b.as_mut_ptr(), 8, 0, 3).unwrap() } {
                 RecvStart::Done(st) => assert_eq!((st.source, st.count, b), (0, 8, [7u8; 8])),
                 RecvStart::Pending(_) => panic!("a message already here must complete at post"),
             }
@@ -563,13 +585,13 @@ fn receive_matched_at_post_completes_without_request() {
             let mut small = [0u8; 16];
             assert!(matches!(
                 // SAFETY: truncation fails the post, so no request keeps a pointer to small.
-                unsafe { e.ext().irecv_coll_opt(w, small.as_mut_ptr(), 16, 0, 4) },
+                unsafe { FtPort::of(e).irecv_coll_opt(w, small.as_mut_ptr(), 16, 0, 4) },
                 Err(Error::Truncated { .. })
             ));
             // Nothing of tag 5 has arrived: a request to wait for.
             let mut c = [0u8; 8];
             // SAFETY: c is read only after wait completes the pending request.
-            match unsafe { e.ext().irecv_coll_opt(w, c.as_mut_ptr(), 8, 0, 5).unwrap() } {
+            match unsafe { FtPort::of(e).irecv_coll_opt(w, c.as_mut_ptr(), 8, 0, 5).unwrap() } {
                 RecvStart::Pending(id) => {
                     e.barrier(w).unwrap();
                     let st = e.wait(id).unwrap();
@@ -581,7 +603,7 @@ fn receive_matched_at_post_completes_without_request() {
             let mut d = [0u8; 8];
             assert!(matches!(
                 // SAFETY: the message is already here: the receive completes at post (asserted).
-                unsafe { e.ext().irecv_coll_opt(w, d.as_mut_ptr(), 8, 0, 3).unwrap() },
+                unsafe { FtPort::of(e).irecv_coll_opt(w, d.as_mut_ptr(), 8, 0, 3).unwrap() },
                 RecvStart::Done(_)
             ));
             assert_eq!(d, [7u8; 8]);
@@ -590,7 +612,7 @@ fn receive_matched_at_post_completes_without_request() {
         e.barrier(w).unwrap();
         let m = [9u8; 8];
         // SAFETY: m is never written; an eager send (asserted) keeps no pointer to it.
-        assert!(unsafe { e.ext().isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
+        assert!(unsafe { FtPort::of(e).isend_coll_opt(w, m.as_ptr(), 8, 1, 5).unwrap() }.is_none());
     });
 }
 
@@ -668,9 +690,9 @@ fn matched_probe_takes_the_message_out_of_matching() {
 fn blocking_probe_ends_on_revoke_and_on_failure() {
     run(3, 16, |me, e, net| {
         let w = e.world();
-        let d = e.comm_dup(w).unwrap();
+        let d = Communicators::of(e).dup(w).unwrap();
         // A revoke notice (class 41) names a communicator to revoke locally.
-        e.ext()
+        FtPort::of(e)
             .set_handler(
                 41,
                 Box::new(|e, _, _, p| {
@@ -692,7 +714,7 @@ fn blocking_probe_ends_on_revoke_and_on_failure() {
                 assert_eq!(e.probe(w, 2, 4).unwrap_err(), Error::ProcFailed { ranks: vec![2] });
                 assert_eq!(e.probe(w, ANY_SOURCE, 4).unwrap_err(), Error::ProcFailed { ranks: vec![2] });
                 assert_eq!(e.iprobe(w, ANY_SOURCE, 4).unwrap_err(), Error::ProcFailedPending);
-                assert_eq!(e.ack_failed(w).unwrap(), 1);
+                assert_eq!(Communicators::of(e).ack_failed(w).unwrap(), 1);
                 e.send(w, b"go", 1, 5).unwrap();
                 // Acknowledged: a wildcard probe waits for a live sender again.
                 let st = e.probe(w, ANY_SOURCE, 4).unwrap();
@@ -706,8 +728,8 @@ fn blocking_probe_ends_on_revoke_and_on_failure() {
                 let hdr = Header { class: 41, len: 8, ..Header::default() };
                 // Both processes created the same communicators in the same order, so the
                 // raw handle of `d` is the same on rank 0.
-                e.ext().send_ctrl(0, hdr, &d.to_raw().to_le_bytes()).unwrap();
-                e.ext().revoke_local(d).unwrap();
+                FtPort::of(e).send_ctrl(0, hdr, &d.to_raw().to_le_bytes()).unwrap();
+                FtPort::of(e).revoke_local(d).unwrap();
                 e.barrier(w).unwrap();
                 // Sent only once rank 0 acknowledged rank 2's failure, so that its wildcard
                 // probes before that cannot find it.

@@ -31,17 +31,19 @@ fn two_jobs_join_and_talk() {
                     Engine::with_world(me, mine.clone(), 4, cfg()).unwrap()
                 };
                 let peer = *mine.iter().find(|&&p| p != me).unwrap();
-                e.add_transport(Box::new(InProc::new(me, &net)), &[peer]);
+                Setup::of(&mut e).add_transport(Box::new(InProc::new(me, &net)), &[peer]);
                 // The job's own world works before the other job is known.
                 let w = e.world();
-                assert_eq!(e.comm_size(w).unwrap(), 2);
-                assert_eq!(e.comm_world_rank(w, e.comm_rank(w).unwrap()).unwrap(), me);
+                assert_eq!(e.comm(w).unwrap().size(), 2);
+                let v = e.comm(w).unwrap();
+                assert_eq!(v.world_rank(v.rank()).unwrap(), me);
                 e.barrier(w).unwrap();
-                e.grow_universe(4);
-                assert_eq!(e.universe_size(), 4);
-                let t = e.add_peer_transport(Box::new(InProc::new(me, &net)), &others).unwrap();
-                let u = e.ext().comm_create_agreed(10, vec![0, 1, 2, 3]).unwrap();
-                assert_eq!(e.comm_rank(u).unwrap(), me);
+                Setup::of(&mut e).grow_universe(4);
+                assert_eq!(Setup::of(&mut e).universe_size(), 4);
+                let t =
+                    Setup::of(&mut e).add_peer_transport(Box::new(InProc::new(me, &net)), &others).unwrap();
+                let u = Contexts::of(&mut e).create_agreed(10, vec![0, 1, 2, 3]).unwrap();
+                assert_eq!(e.comm(u).unwrap().rank(), me);
                 // Every rank sends its rank to the next one around the union.
                 let mut got = [0u8; 4];
                 let (next, prev) = ((me + 1) % 4, (me + 3) % 4);
@@ -74,24 +76,24 @@ fn two_jobs_join_and_talk() {
 /// a retired peer reports its failure; the next transport takes the slot.
 fn retire_and_reuse(e: &mut Engine, net: &Arc<Net>, t0: usize, go2: &AtomicBool) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    let failed = |e: &Engine, r: u32| e.ext_ref().failed_world_ranks().contains(&r);
+    let failed = |e: &Engine, r: u32| e.failures().world_ranks().contains(&r);
     while !failed(e, 3) {
         assert!(Instant::now() < deadline, "rank 3's death is never seen");
-        e.slow_path();
+        Setup::of(e).slow_path();
     }
-    assert_eq!(e.retire_dead_transports(), 0, "rank 2 of the other job still lives");
-    assert_eq!(e.route_name(2), "inproc");
+    assert_eq!(Setup::of(e).retire_dead_transports(), 0, "rank 2 of the other job still lives");
+    assert_eq!(Diagnostics::of(e).route_name(2), "inproc");
     go2.store(true, Ordering::Release);
     while !failed(e, 2) {
         assert!(Instant::now() < deadline, "rank 2's death is never seen");
-        e.slow_path();
+        Setup::of(e).slow_path();
     }
-    assert_eq!(e.retire_dead_transports(), 1);
-    assert_eq!(e.route_name(2), "none");
+    assert_eq!(Setup::of(e).retire_dead_transports(), 1);
+    assert_eq!(Diagnostics::of(e).route_name(2), "none");
     let hdr = Header { class: transport::class::FIRST_FREE, ..Header::default() };
-    assert!(matches!(e.ext().send_ctrl(2, hdr, &[]), Err(Error::ProcFailed { .. })));
-    e.grow_universe(5);
-    let t = e.add_peer_transport(Box::new(InProc::new(0, net)), &[1]).unwrap();
+    assert!(matches!(FtPort::of(e).send_ctrl(2, hdr, &[]), Err(Error::ProcFailed { .. })));
+    Setup::of(e).grow_universe(5);
+    let t = Setup::of(e).add_peer_transport(Box::new(InProc::new(0, net)), &[1]).unwrap();
     assert_eq!(t, t0, "the retired slot is reused");
 }
 
@@ -101,10 +103,13 @@ fn bad_universe_input_is_refused() {
     assert!(matches!(Engine::with_world(2, vec![2, 9], 8, cfg()), Err(Error::InvalidArg(_))));
     let n = net(3, 4);
     let mut e = Engine::new(0, 2, cfg());
-    assert!(e.add_peer_transport(Box::new(InProc::new(0, &n)), &[2]).is_err(), "outside the universe");
-    assert!(e.add_peer_transport(Box::new(InProc::new(0, &n)), &[0]).is_err(), "itself");
-    e.grow_universe(3);
-    e.grow_universe(1);
-    assert_eq!(e.universe_size(), 3, "never shrinks");
-    assert!(e.add_peer_transport(Box::new(InProc::new(0, &n)), &[2]).is_ok());
+    assert!(
+        Setup::of(&mut e).add_peer_transport(Box::new(InProc::new(0, &n)), &[2]).is_err(),
+        "outside the universe"
+    );
+    assert!(Setup::of(&mut e).add_peer_transport(Box::new(InProc::new(0, &n)), &[0]).is_err(), "itself");
+    Setup::of(&mut e).grow_universe(3);
+    Setup::of(&mut e).grow_universe(1);
+    assert_eq!(Setup::of(&mut e).universe_size(), 3, "never shrinks");
+    assert!(Setup::of(&mut e).add_peer_transport(Box::new(InProc::new(0, &n)), &[2]).is_ok());
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use weft_engine::transport::{class, Header, Transport, TransportError};
-use weft_engine::{Engine, EngineConfig};
+use weft_engine::{Common, Diagnostics, Engine, EngineConfig, Setup};
 use weft_fabric::{OfiConfig, OfiTransport};
 use weft_testkit::traffic::{Kill, Plan, Step, BIG};
 
@@ -96,7 +96,7 @@ fn engine_child(c: &ChildEnv) {
     let t = bootstrap(c, &lo_cfg(c));
     let other = 1 - c.rank;
     let mut e = Engine::new(c.rank, 2, EngineConfig::default());
-    e.add_transport(Box::new(t), &[other]);
+    Setup::of(&mut e).add_transport(Box::new(t), &[other]);
     let w = e.world();
     // tcp;ofi_rxm and net emulate RMA, so their eager limit is raised to 64 KiB.
     for (i, &len) in [0usize, 8, 65536, 65537, 1 << 20, 9 << 20].iter().enumerate() {
@@ -114,8 +114,9 @@ fn engine_child(c: &ChildEnv) {
         }
     }
     // 3 eager + 3 rendezvous messages each way (RTS + FIN or data per message).
-    assert!(e.stats().sent_by_transport[0] >= 9, "{:?}", e.stats());
-    e.finalize();
+    let st = Diagnostics::of(&e).stats();
+    assert!(st.sent_by_transport[0] >= 9, "{st:?}");
+    Setup::of(&mut e).finalize();
     barrier(c, "engine-done");
 }
 

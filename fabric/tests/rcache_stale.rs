@@ -29,7 +29,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use weft_engine::transport::{GetStatus, Header, RKey, Transport, TransportError};
-use weft_engine::{Engine, EngineConfig};
+use weft_engine::{Common, Engine, EngineConfig, Setup};
 use weft_fabric::rcache::RCacheStats;
 use weft_fabric::{OfiConfig, OfiTransport};
 
@@ -182,7 +182,8 @@ fn engine(c: &ChildEnv, t: OfiTransport, monitor: &str) {
     let inval = t.rcache_invalidation();
     let after_expose = Rc::new(Cell::new(RCacheStats::default()));
     let mut e = Engine::new(c.rank, 2, EngineConfig::default());
-    e.add_transport(Box::new(Recorded { t, after_expose: after_expose.clone() }), &[1 - c.rank]);
+    Setup::of(&mut e)
+        .add_transport(Box::new(Recorded { t, after_expose: after_expose.clone() }), &[1 - c.rank]);
     let w = e.world();
     if c.rank == 0 {
         let a = map_at(None, 1);
@@ -211,7 +212,7 @@ fn engine(c: &ChildEnv, t: OfiTransport, monitor: &str) {
             assert_eq!(bad, 0, "engine round {round}: {bad} bytes differ from what rank 0 sent");
         }
     }
-    e.finalize();
+    Setup::of(&mut e).finalize();
     barrier(c, "done");
 }
 

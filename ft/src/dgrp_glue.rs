@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
-use weft_engine::{Activity, CommId, Error, Ext, Header, Result, Step};
+use weft_engine::{Activity, CommId, Common, Error, FtPort, Header, Result, Step};
 
 use crate::dgrp::{Action, Dgrp, Msg, Options, Stats};
 use crate::{class, Ft};
@@ -72,8 +72,8 @@ struct Driver {
     generation: u64,
 }
 
-impl Activity for Driver {
-    fn advance(&mut self, e: &mut Ext) -> Step {
+impl Activity<FtPort> for Driver {
+    fn advance(&mut self, e: &mut FtPort) -> Step {
         let mut g = self.st.borrow_mut();
         if g.generation != self.generation || g.run.is_none() {
             return Step::Done;
@@ -104,34 +104,34 @@ impl DgrpGlue {
 
     /// Start the diagnosis of this process with `opts`; `comm` is the internal communicator
     /// of the round barriers (every world process, in world order).
-    pub fn start(&self, e: &mut Ext, comm: CommId, opts: Options) -> Result<()> {
+    pub fn start(&self, e: &mut FtPort, comm: CommId, opts: Options) -> Result<()> {
         let mut g = self.st.borrow_mut();
         if g.run.is_some() {
             return Err(Error::InvalidArg("dgrp: the diagnosis is already started".into()));
         }
-        let n = e.comm_size(e.world())?;
-        if e.comm_size(comm)? != n {
+        let world = e.comm(e.world())?;
+        let (n, me) = (world.size(), world.world_rank(world.rank())?);
+        if e.comm(comm)?.size() != n {
             return Err(Error::InvalidArg("dgrp: the internal communicator must span the world".into()));
         }
         let now = g.now();
-        let mut d =
-            Dgrp::new(n, e.world_rank(), opts, now).map_err(|m| Error::InvalidArg(format!("dgrp: {m}")))?;
-        for &w in e.failed_world_ranks() {
+        let mut d = Dgrp::new(n, me, opts, now).map_err(|m| Error::InvalidArg(format!("dgrp: {m}")))?;
+        for &w in e.failures().world_ranks() {
             d.on_failure(w);
         }
-        g.run = Some(Run { d, comm, seen_failures: e.failure_count() });
+        g.run = Some(Run { d, comm, seen_failures: e.failures().count() });
         g.generation += 1;
         if !g.handler {
             let st = self.st.clone();
             e.set_handler(
                 class::DGRP,
-                Box::new(move |e: &mut Ext, peer: u32, _h: &Header, p: &[u8]| {
+                Box::new(move |e: &mut FtPort, peer: u32, _h: &Header, p: &[u8]| {
                     st.borrow_mut().on_message(e, peer, p)
                 }),
             )?;
             g.handler = true;
         }
-        e.spawn(Box::new(Driver { st: self.st.clone(), generation: g.generation }));
+        e.spawn(Driver { st: self.st.clone(), generation: g.generation });
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl DgrpGlue {
 
     /// The round barrier: an agreement among every live process on the internal
     /// communicator; returns the view every process returns from this barrier.
-    pub fn round_barrier(&self, e: &mut Ext, ft: &Ft) -> Result<Vec<u32>> {
+    pub fn round_barrier(&self, e: &mut FtPort, ft: &Ft) -> Result<Vec<u32>> {
         let (comm, v) = {
             let g = self.st.borrow();
             let r = g.run.as_ref().ok_or_else(not_started)?;
@@ -179,13 +179,13 @@ impl State {
         self.clock.elapsed().as_nanos() as u64
     }
 
-    fn advance(&mut self, e: &mut Ext) {
+    fn advance(&mut self, e: &mut FtPort) {
         let now = self.now();
         let State { run, buf, .. } = self;
         let Some(r) = run.as_mut() else { return };
-        let fc = e.failure_count();
+        let fc = e.failures().count();
         if fc != r.seen_failures {
-            for &w in &e.failed_world_ranks()[r.seen_failures.min(fc)..] {
+            for &w in &e.failures().world_ranks()[r.seen_failures.min(fc)..] {
                 r.d.on_failure(w);
             }
             r.seen_failures = fc;
@@ -194,7 +194,7 @@ impl State {
         send_all(e, buf, acts);
     }
 
-    fn on_message(&mut self, e: &mut Ext, peer: u32, p: &[u8]) {
+    fn on_message(&mut self, e: &mut FtPort, peer: u32, p: &[u8]) {
         let now = self.now();
         let msg = match Msg::decode(p) {
             Ok(m) => m,
@@ -205,7 +205,7 @@ impl State {
         };
         let State { run, buf, .. } = self;
         let Some(r) = run.as_mut() else { return };
-        if e.failed_world_ranks().contains(&peer) {
+        if e.failures().world_ranks().contains(&peer) {
             return;
         }
         let acts = r.d.on_msg(peer, msg, now);
@@ -213,7 +213,7 @@ impl State {
     }
 }
 
-fn send_all(e: &mut Ext, buf: &mut Vec<u8>, acts: Vec<Action>) {
+fn send_all(e: &mut FtPort, buf: &mut Vec<u8>, acts: Vec<Action>) {
     for Action::Send { to, msg } in acts {
         buf.clear();
         msg.encode_into(buf);

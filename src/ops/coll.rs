@@ -3,7 +3,7 @@
 //! per-communicator algorithm choice.
 
 use weft_coll::{Kind, Spec};
-use weft_engine::{CommId, ReqId};
+use weft_engine::{CollPort, CommId, ReqId};
 
 use super::{EngineResult, OpsCore};
 use crate::{Config, EngineError};
@@ -49,7 +49,7 @@ impl OpsCore {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
-        unsafe { coll.run(e.ext(), c, spec) }
+        unsafe { coll.run(CollPort::of(&mut e), c, spec) }
     }
 
     /// [`OpsCore::run`] for a spec whose buffers came as bare pointers (C, MPI), this process
@@ -66,7 +66,7 @@ impl OpsCore {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
-        unsafe { coll.run_bare(e.ext(), c, spec, |s| Self::size_spec(rank, n, s)) }
+        unsafe { coll.run_bare(CollPort::of(&mut e), c, spec, |s| Self::size_spec(rank, n, s)) }
     }
 
     /// Start a collective; the request completes when it is over.
@@ -78,7 +78,7 @@ impl OpsCore {
         let mut e = self.eng()?;
         let mut coll = self.coll.try_borrow_mut().map_err(|_| super::reentrant())?;
         // SAFETY: forwarded contract.
-        unsafe { coll.start(e.ext(), c, spec) }
+        unsafe { coll.start(CollPort::of(&mut e), c, spec) }
     }
 
     /// Fill in the buffer lengths of a collective whose buffers came as bare pointers: from the
@@ -121,7 +121,7 @@ impl OpsCore {
     /// The algorithm a call described by `spec` would use now.
     pub fn coll_algorithm(&self, c: CommId, spec: &Spec) -> EngineResult<weft_coll::select::Alg> {
         let e = self.eng()?;
-        let r = self.coll.borrow_mut().algorithm(e.ext_ref(), c, spec);
+        let r = self.coll.borrow_mut().algorithm(CollPort::of_ref(&e), c, spec);
         r
     }
 }

@@ -7,7 +7,7 @@
 //! group with [`OpsCore::bcast_bytes`].
 
 use weft_coll::{DType, Kind, Op, Spec};
-use weft_engine::CommId;
+use weft_engine::{CommId, Common, Communicators, Contexts};
 
 use super::{EngineResult, OpsCore};
 
@@ -19,50 +19,50 @@ impl OpsCore {
 
     /// This process's rank in `c`.
     pub fn comm_rank(&self, c: CommId) -> EngineResult<u32> {
-        self.eng()?.comm_rank(c)
+        self.eng()?.comm(c).map(|v| v.rank())
     }
 
     /// The world ranks of `c`'s members, in rank order.
     pub fn comm_group(&self, c: CommId) -> EngineResult<Vec<u32>> {
-        self.eng()?.ext_ref().comm_group(c)
+        Ok(self.eng()?.comm(c)?.members().to_vec())
     }
 
     /// Number of ranks of `c`.
     pub fn comm_size(&self, c: CommId) -> EngineResult<u32> {
-        self.eng()?.comm_size(c)
+        self.eng()?.comm(c).map(|v| v.size())
     }
 
     /// Duplicate `c` (collective over `c`).
     pub fn comm_dup(&self, c: CommId) -> EngineResult<CommId> {
-        self.eng()?.comm_dup(c)
+        Communicators::of(&mut *self.eng()?).dup(c)
     }
 
     /// Split `c` by `color` (or `UNDEFINED`: no communicator), ranks ordered by `key`.
     pub fn comm_split(&self, c: CommId, color: i32, key: i32) -> EngineResult<Option<CommId>> {
-        self.eng()?.comm_split(c, color, key)
+        Communicators::of(&mut *self.eng()?).split(c, color, key)
     }
 
     /// A communicator of the ranks `members` of `c` (in that order), created by those members
     /// only; `tag` separates concurrent creations over overlapping groups.
     pub fn comm_create_group(&self, c: CommId, members: &[u32], tag: i32) -> EngineResult<CommId> {
-        self.eng()?.comm_create_group(c, members, tag)
+        Communicators::of(&mut *self.eng()?).create_group(c, members, tag)
     }
 
     /// Free `c`; receives still posted on it complete with `InvalidComm`.
     pub fn comm_free(&self, c: CommId) -> EngineResult<()> {
-        self.eng()?.comm_free(c)
+        Communicators::of(&mut *self.eng()?).free(c)
     }
 
     /// This process's next free context id (its contribution to a context agreement).
     pub fn next_ctx(&self) -> EngineResult<u32> {
-        Ok(self.eng()?.ext_ref().next_ctx())
+        Ok(Contexts::of_ref(&*self.eng()?).next())
     }
 
     /// Create a communicator of the world ranks `members` (in rank order) on context `ctx`,
     /// which every member computed alike and which is unused at each (the maximum of their
     /// [`OpsCore::next_ctx`]). This process must be a member.
     pub fn comm_create_agreed(&self, ctx: u32, members: Vec<u32>) -> EngineResult<CommId> {
-        self.eng()?.ext().comm_create_agreed(ctx, members)
+        Contexts::of(&mut *self.eng()?).create_agreed(ctx, members)
     }
 
     /// Blocking `u32` maximum over `c` (a context agreement).

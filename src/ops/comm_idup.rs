@@ -21,7 +21,7 @@
 //! duplication fails with `InvalidArg` at every member, saying so.
 
 use weft_coll::{DType, Kind, Op, Spec};
-use weft_engine::{CommId, ReqId};
+use weft_engine::{CommId, Contexts, ReqId};
 
 use super::{EngineResult, OpsCore};
 use crate::EngineError;
@@ -57,7 +57,7 @@ impl OpsCore {
             return Err(EngineError::InvalidArg(format!("duplication into {comms} communicators")));
         }
         let members = self.comm_group(c)?;
-        let (start, end) = self.eng()?.ext().reserve_ctx(WINDOW)?;
+        let (start, end) = Contexts::of(&mut *self.eng()?).reserve(WINDOW)?;
         let mut bounds = Box::new([start, u32::MAX - end, 0, 0]);
         let mut spec = Spec::new(Kind::Allreduce, DType::U32);
         spec.send = bounds.as_ptr().cast();
@@ -72,7 +72,7 @@ impl OpsCore {
         match unsafe { self.start(c, &spec) } {
             Ok(req) => Ok(PendingDup { req, bounds, members, comms, end }),
             Err(e) => {
-                self.eng()?.ext().release_ctx(end, start);
+                Contexts::of(&mut *self.eng()?).release(end, start);
                 Err(e)
             }
         }
@@ -85,19 +85,19 @@ impl OpsCore {
         let first = p.bounds[2];
         let shared_end = u32::MAX - p.bounds[3];
         let mut e = self.eng()?;
-        let ext = e.ext();
+        let ext = Contexts::of(&mut e);
         let Some(used) = first.checked_add(2 * p.comms).filter(|&u| u <= shared_end) else {
-            ext.release_ctx(p.end, p.end);
+            ext.release(p.end, p.end);
             return Err(EngineError::InvalidArg(format!(
                 "communicator duplication: the members' next free context ids lie more than {WINDOW} \
                  apart (some member is in that many more communicators than another)"
             )));
         };
         let made: EngineResult<Vec<CommId>> =
-            (0..p.comms).map(|i| ext.comm_create_agreed(first + 2 * i, p.members.clone())).collect();
+            (0..p.comms).map(|i| ext.create_agreed(first + 2 * i, p.members.clone())).collect();
         // Until now the window kept messages for these ids waiting; they are installed (or
         // failed to be), so the reservation ends.
-        ext.release_ctx(p.end, used);
+        ext.release(p.end, used);
         made
     }
 }

@@ -3,6 +3,7 @@
 //! the counters. The protocol is `weft-ft`'s ([`weft_ft::dgrp`], driven by
 //! [`weft_ft::DgrpGlue`]); the round barrier's agreement is the FT layer's.
 
+use weft_engine::FtPort;
 use weft_ft::dgrp::Options;
 use weft_ft::DgrpCounters;
 
@@ -17,7 +18,7 @@ impl OpsCore {
         }
         opts.check().map_err(|m| EngineError::InvalidArg(format!("dgrp: {m}")))?;
         let comm = self.comm_dup(self.world())?;
-        let started = self.dgrp.start(self.eng()?.ext(), comm, opts);
+        let started = self.dgrp.start(FtPort::of(&mut *self.eng()?), comm, opts);
         if started.is_err() {
             let _ = self.comm_free(comm);
         }
@@ -42,7 +43,7 @@ impl OpsCore {
 
     /// The round barrier: the view every live process returns from it.
     pub fn dgrp_round_barrier(&self) -> EngineResult<Vec<u32>> {
-        self.dgrp.round_barrier(self.eng()?.ext(), &self.ft)
+        self.dgrp.round_barrier(FtPort::of(&mut *self.eng()?), &self.ft)
     }
 
     /// Counters of the diagnosis.

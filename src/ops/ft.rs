@@ -2,7 +2,7 @@
 //! the non-blocking one), shrink, error scope and uniform mode, and the failure knowledge a
 //! front end may read (failed and acknowledged ranks). The protocols are `weft-ft`'s.
 
-use weft_engine::{CommId, ErrScope, ReqId};
+use weft_engine::{CommId, Common, Communicators, ErrScope, FtPort, ReqId};
 
 use super::{EngineResult, OpsCore};
 use crate::{Config, Result};
@@ -23,7 +23,7 @@ pub(super) fn install(
         agree: cfg.ft_agree,
         node_of,
     };
-    Ok(weft_ft::Ft::install(e.ext(), opts)?)
+    Ok(weft_ft::Ft::install(FtPort::of(e), opts)?)
 }
 
 impl OpsCore {
@@ -34,19 +34,19 @@ impl OpsCore {
 
     /// Revoke `c` at every live member; returns at once.
     pub fn revoke(&self, c: CommId) -> EngineResult<()> {
-        self.ft.revoke(self.eng()?.ext(), c)
+        self.ft.revoke(FtPort::of(&mut *self.eng()?), c)
     }
 
     /// True once `c` was revoked (locally or by any member).
     pub fn is_revoked(&self, c: CommId) -> EngineResult<bool> {
-        self.eng()?.is_revoked(c)
+        self.eng()?.comm(c).map(|v| v.is_revoked())
     }
 
     /// Fault-tolerant agreement, blocking, on the low-latency path: `*flag` is the
     /// contribution on entry and the AND over the live members on return, also when the
     /// agreement completes with `ProcFailed`.
     pub fn agree(&self, c: CommId, flag: &mut u64) -> EngineResult<()> {
-        self.ft.agree(self.eng()?.ext(), c, flag)
+        self.ft.agree(FtPort::of(&mut *self.eng()?), c, flag)
     }
 
     /// Non-blocking agreement: `*out` holds the agreed value once the request completed.
@@ -55,12 +55,12 @@ impl OpsCore {
     /// `out` must stay valid for writes until the request completes.
     pub unsafe fn iagree(&self, c: CommId, flag: u64, out: *mut u64) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.ft.iagree(self.eng()?.ext(), c, flag, out) }
+        unsafe { self.ft.iagree(FtPort::of(&mut *self.eng()?), c, flag, out) }
     }
 
     /// Shrink: a new communicator of the live members of `c`.
     pub fn shrink(&self, c: CommId) -> EngineResult<CommId> {
-        self.ft.shrink(self.eng()?.ext(), c)
+        self.ft.shrink(FtPort::of(&mut *self.eng()?), c)
     }
 
     /// Non-blocking shrink: `*out` holds the new communicator's raw id once the request
@@ -70,22 +70,22 @@ impl OpsCore {
     /// `out` must stay valid for writes until the request completes.
     pub unsafe fn ishrink(&self, c: CommId, out: *mut u64) -> EngineResult<ReqId> {
         // SAFETY: forwarded contract.
-        unsafe { self.ft.ishrink(self.eng()?.ext(), c, out) }
+        unsafe { self.ft.ishrink(FtPort::of(&mut *self.eng()?), c, out) }
     }
 
     /// Which failures raise errors on `c`.
     pub fn set_error_scope(&self, c: CommId, scope: ErrScope) -> EngineResult<()> {
-        self.eng()?.set_error_scope(c, scope)
+        Communicators::of(&mut *self.eng()?).set_error_scope(c, scope)
     }
 
     /// The error scope of `c`.
     pub fn error_scope(&self, c: CommId) -> EngineResult<ErrScope> {
-        self.eng()?.error_scope(c)
+        self.eng()?.comm(c).map(|v| v.error_scope())
     }
 
     /// Uniform mode: covered collectives are followed by an agreement on their outcome.
     pub fn set_uniform(&self, c: CommId, on: bool) -> EngineResult<()> {
-        self.ft.set_uniform(self.eng()?.ext(), c, on)
+        self.ft.set_uniform(FtPort::of(&mut *self.eng()?), c, on)
     }
 
     /// A collective's local outcome made uniform when `c` is in uniform mode.
@@ -94,26 +94,26 @@ impl OpsCore {
         if !self.ft.may_be_uniform() {
             return local;
         }
-        self.ft.uniform_after(self.eng()?.ext(), c, local)
+        self.ft.uniform_after(FtPort::of(&mut *self.eng()?), c, local)
     }
 
     /// Ranks of `c` known to have failed.
     pub fn get_failed(&self, c: CommId) -> EngineResult<Vec<u32>> {
-        self.eng()?.get_failed(c)
+        self.eng()?.comm(c).map(|v| v.failed())
     }
 
     /// Acknowledge the failures known now; how many failed ranks are acknowledged.
     pub fn ack_failed(&self, c: CommId) -> EngineResult<usize> {
-        self.eng()?.ack_failed(c)
+        Communicators::of(&mut *self.eng()?).ack_failed(c)
     }
 
     /// The ranks of `c` whose failure was acknowledged.
     pub fn get_acked(&self, c: CommId) -> EngineResult<Vec<u32>> {
-        self.eng()?.get_acked(c)
+        self.eng()?.comm(c).map(|v| v.acked())
     }
 
     /// World ranks known to have failed, in order of detection.
     pub fn failed_world_ranks(&self) -> Vec<u32> {
-        self.engine.borrow().failed_world_ranks().to_vec()
+        self.engine.borrow().failures().world_ranks().to_vec()
     }
 }

@@ -2,7 +2,7 @@
 //! that reaches a rank, the engine's counters (messages by transport, failures by source) and
 //! a dump of its queues for diagnosing a hang.
 
-use weft_engine::{CommId, Stats};
+use weft_engine::{CommId, Common, Diagnostics, Stats};
 
 use super::{EngineResult, OpsCore};
 
@@ -21,19 +21,20 @@ impl OpsCore {
     /// Name of the transport that reaches `rank` of `c` ("self", "shm", "ofi").
     pub fn transport_to(&self, c: CommId, rank: u32) -> EngineResult<&'static str> {
         let e = self.eng()?;
-        let w = e.comm_world_rank(c, rank)?;
-        Ok(e.route_name(w))
+        let w = e.comm(c).and_then(|v| v.world_rank(rank))?;
+        Ok(Diagnostics::of(&e).route_name(w))
     }
 
     /// Engine counters.
     pub fn stats(&self) -> Stats {
-        self.engine.borrow().stats().clone()
+        Diagnostics::of(&self.engine.borrow()).stats().clone()
     }
 
     /// Messages handed to each transport so far, by transport name.
     pub fn messages_by_transport(&self) -> Vec<(&'static str, u64)> {
         let e = self.engine.borrow();
-        e.transport_names().into_iter().zip(e.stats().sent_by_transport.iter().copied()).collect()
+        let d = Diagnostics::of(&e);
+        d.transport_names().into_iter().zip(d.stats().sent_by_transport.iter().copied()).collect()
     }
 
     /// How many failed ranks this process learned of first from each source: every transport
@@ -41,9 +42,9 @@ impl OpsCore {
     /// launcher's PMIx events) and "upper" (the FT layer: heartbeat detector, peers' findings).
     pub fn failures_by_source(&self) -> Vec<(&'static str, u64)> {
         let e = self.engine.borrow();
-        let l = &e.stats().learned;
+        let l = &Diagnostics::of(&e).stats().learned;
         let mut v: Vec<(&'static str, u64)> =
-            e.transport_names().into_iter().zip(l.transport.iter().copied()).collect();
+            Diagnostics::of(&e).transport_names().into_iter().zip(l.transport.iter().copied()).collect();
         v.push(("runtime", l.runtime));
         v.push(("upper", l.upper));
         v
@@ -51,6 +52,6 @@ impl OpsCore {
 
     /// The engine's queues and pending requests, for diagnosing a hang.
     pub fn debug_state(&self) -> String {
-        self.engine.borrow_mut().debug_state()
+        Diagnostics::of(&self.engine.borrow()).debug_state()
     }
 }

@@ -5,7 +5,7 @@
 
 use std::cell::{Cell, RefCell, RefMut};
 
-use weft_engine::Engine;
+use weft_engine::{Engine, Setup};
 
 use super::{coll, ft, reentrant, spawn, EngineResult, Spawned};
 use crate::init::SharedRuntime;
@@ -87,7 +87,7 @@ impl OpsCore {
         self.finalized.set(true);
         // The diagnosis ends with the engine: nothing tests or answers past this point.
         let _ = self.dgrp.stop();
-        e.finalize();
+        Setup::of(&mut e).finalize();
         drop(e);
         self.rt.borrow_mut().finalize().map_err(Error::from)
     }

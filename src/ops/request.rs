@@ -1,7 +1,7 @@
 //! Request completion in the core: wait and test one request, all or any of several, cancel,
 //! complete a Rust scope's requests before its buffers go, and one explicit progress step.
 
-use weft_engine::{ReqId, Status};
+use weft_engine::{Common, ReqId, Status};
 
 use super::{EngineResult, OpsCore};
 use crate::EngineError;

@@ -11,7 +11,7 @@
 //! free at the children too: a child installs it at init, before anything else allocates a
 //! context. Front ends build their intercommunicator on that union.
 
-use weft_engine::{CommId, Engine};
+use weft_engine::{CommId, Common, Contexts, Engine, Setup};
 use weft_pmix::universe::{JobRef, Parents, SpawnRequest, KEY_SPAWN_CTX, KEY_SPAWN_PARENTS};
 
 use super::{EngineResult, OpsCore};
@@ -68,11 +68,11 @@ impl OpsCore {
         // both (a parent's first exchanges with its child took milliseconds at 2 ranks on 2
         // cores, 50 µs when yielding).
         if let Some(mode) = crate::init::grown_universe_progress(&self.cfg, job.base + job.size) {
-            e.set_progress_mode(mode);
+            Setup::of(&mut e).set_progress_mode(mode);
         }
         crate::bridge::connect(&self.cfg, &self.rt, &mut e, me, &group, &children, job.base)?;
         let union: Vec<u32> = group.iter().chain(&children).copied().collect();
-        let id = e.ext().comm_create_agreed(ctx, union)?;
+        let id = Contexts::of(&mut e).create_agreed(ctx, union)?;
         Ok(Spawned { union: id, parents: group.len() as u32, children: job.size })
     }
 
@@ -128,17 +128,17 @@ pub(super) fn join_parents(
     for j in &parents.jobs {
         rt.borrow_mut().add_job(j.clone())?;
     }
-    let world = e.ext_ref().comm_group(e.world())?;
+    let world = e.comm(e.world())?.members().to_vec();
     let me = e.world_rank();
     let base = world.first().copied().unwrap_or(me);
-    if ctx < e.ext_ref().next_ctx() {
+    if ctx < Contexts::of_ref(e).next() {
         return Err(
             EngineError::Spawn(format!("context id {ctx} from the parents is already in use here")).into()
         );
     }
     crate::bridge::connect(cfg, rt, e, me, &world, &parents.ranks, base)?;
     let union: Vec<u32> = parents.ranks.iter().chain(&world).copied().collect();
-    let id = e.ext().comm_create_agreed(ctx, union)?;
+    let id = Contexts::of(e).create_agreed(ctx, union)?;
     Ok(Some(Spawned { union: id, parents: parents.ranks.len() as u32, children: world.len() as u32 }))
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use weft_engine::{Engine, EngineConfig, GetStatus, Header, RKey, Transport, TransportError};
+use weft_engine::{Engine, EngineConfig, GetStatus, Header, RKey, Setup, Transport, TransportError};
 
 type Msg = (u32, Header, Vec<u8>);
 
@@ -156,7 +156,7 @@ impl Transport for InProc {
 pub fn engine(me: u32, n: u32, net: &Arc<Net>, cfg: EngineConfig) -> Engine {
     let mut e = Engine::new(me, n, cfg);
     let peers: Vec<u32> = (0..n).filter(|&p| p != me).collect();
-    e.add_transport(Box::new(InProc::new(me, net)), &peers);
+    Setup::of(&mut e).add_transport(Box::new(InProc::new(me, net)), &peers);
     e
 }
 

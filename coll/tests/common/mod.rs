@@ -36,7 +36,7 @@ where
                 let mut c = Coll::new(nodes, EAGER);
                 f(r, &mut e, &mut c, &net);
                 if !*net.dead[r as usize].lock().unwrap() {
-                    e.finalize();
+                    Setup::of(&mut e).finalize();
                 }
             })
         })

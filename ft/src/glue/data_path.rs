@@ -28,7 +28,7 @@
 //!
 //! Wire format (16 bytes, little endian): sequence number, communicator epoch, flag.
 
-use weft_engine::{CommId, Error, Ext, RecvStart, ReqId, Result, FIRST_EXT_TAG};
+use weft_engine::{CommId, Common, Error, FtPort, RecvStart, ReqId, Result, FIRST_EXT_TAG};
 
 use super::{Ft, Glue, Local, KEEP_DECIDED};
 use crate::agree::{Action, Msg, Value, FAST_DIRECT as DIRECT, FAST_DIRECT_MAX};
@@ -120,17 +120,17 @@ fn contribution(flag: u64) -> Value {
 
 impl Glue {
     /// If the next agreement on `ctx` can run on the data path, reserve its sequence number.
-    pub(super) fn data_begin(&mut self, e: &Ext, ctx: u32) -> Option<Exchange> {
+    pub(super) fn data_begin(&mut self, e: &FtPort, ctx: u32) -> Option<Exchange> {
         if self.opts.agree != AgreePath::Fast {
             return None;
         }
         let info = self.comms.get_mut(&ctx)?;
         let n = info.world_of.len();
-        let failures = e.failure_count();
+        let failures = e.failures().count();
         if !(2..=MAX).contains(&n)
-            || (failures != 0 && info.world_of.iter().any(|&w| e.is_failed(w)))
+            || (failures != 0 && info.world_of.iter().any(|&w| e.failures().contains(w)))
             || self.insts.contains_key(&(ctx, info.next_seq))
-            || e.is_revoked(info.id).unwrap_or(true)
+            || e.comm(info.id).map(|v| v.is_revoked()).unwrap_or(true)
         {
             return None;
         }
@@ -144,7 +144,7 @@ impl Glue {
     /// instance) belongs to a data-path agreement: the one in progress (its instance is
     /// created, and the caller converts), or one decided here (its instance is rebuilt from the
     /// log, see the module documentation).
-    pub(super) fn data_known(&mut self, e: &mut Ext, ctx: u32, seq: u32) -> bool {
+    pub(super) fn data_known(&mut self, e: &mut FtPort, ctx: u32, seq: u32) -> bool {
         if self.data_inflight == Some((ctx, seq)) {
             return true;
         }
@@ -189,7 +189,7 @@ impl Glue {
 
     /// Convert to the ERA instance (see the module documentation); false if the communicator
     /// is gone.
-    fn data_convert(&mut self, e: &mut Ext, x: &Exchange, mine: u64, got: &[Option<u64>; MAX]) -> bool {
+    fn data_convert(&mut self, e: &mut FtPort, x: &Exchange, mine: u64, got: &[Option<u64>; MAX]) -> bool {
         self.data_inflight = None;
         self.stats.converted_data += 1;
         let ok = self.drive(e, x.ctx, x.seq, true, |inst, out| {
@@ -244,7 +244,13 @@ impl Ft {
     /// Run agreement `x` (reserved by [`Glue::data_begin`]) on the data path with contribution
     /// `flag`: `Ok(Some(and))` if it decided here, `Ok(None)` if it converted to its ERA
     /// instance (the decision then comes through [`Ft::wait_blocked`]).
-    pub(super) fn data_agree(&self, e: &mut Ext, c: CommId, x: Exchange, flag: u64) -> Result<Option<u64>> {
+    pub(super) fn data_agree(
+        &self,
+        e: &mut FtPort,
+        c: CommId,
+        x: Exchange,
+        flag: u64,
+    ) -> Result<Option<u64>> {
         let msg = encode(x.seq, x.epoch, flag);
         let mut sends: [Option<ReqId>; MAX] = [None; MAX];
         let mut s = Slots { bufs: [[0u8; LEN]; MAX], got: [None; MAX], pend: [None; MAX] };
@@ -284,9 +290,9 @@ impl Ft {
                 break;
             }
             convert = convert
-                || e.failure_count() != x.failures
+                || e.failures().count() != x.failures
                 || self.st.borrow().insts.contains_key(&(x.ctx, x.seq))
-                || e.is_revoked(c).unwrap_or(true);
+                || e.comm(c).map(|v| v.is_revoked()).unwrap_or(true);
             if !convert {
                 e.idle_wait(&mut spins);
             }
@@ -324,7 +330,7 @@ impl Ft {
     /// Receive member `r`'s contribution: into `s.got` if it is there, else a pending receive
     /// in `s.pend`. False if the exchange must convert (a failed receive, a later agreement's
     /// message).
-    fn data_post(&self, e: &mut Ext, c: CommId, x: &Exchange, s: &mut Slots, r: usize) -> bool {
+    fn data_post(&self, e: &mut FtPort, c: CommId, x: &Exchange, s: &mut Slots, r: usize) -> bool {
         // SAFETY: the buffer outlives the receive: `s` does not move, and a pending receive is
         // completed or cancelled by `data_agree` before it returns.
         match unsafe { e.irecv_coll_opt(c, s.bufs[r].as_mut_ptr(), LEN, r as i32, TAG) } {
@@ -341,7 +347,7 @@ impl Ft {
     /// [`Ft::data_post`]).
     fn data_arrived(
         &self,
-        e: &mut Ext,
+        e: &mut FtPort,
         c: CommId,
         x: &Exchange,
         s: &mut Slots,
