@@ -21,6 +21,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cma;
+mod error;
 pub mod peer;
 pub mod ring;
 pub mod segment;
@@ -31,13 +32,6 @@ use crate::peer::{OpenError, PidFd};
 use crate::ring::{Consumer, Producer, MIN_RING_BYTES};
 use crate::segment::{Inbound, Outbound};
 
-/// Errors of this crate are the engine's transport errors.
-pub(crate) use weft_engine::transport::TransportError as ShmError;
-
-/// `TransportError::Call` for the failed libc call `call`, with the current errno.
-pub(crate) fn errno_err(call: &'static str) -> ShmError {
-    ShmError::Call { call, msg: std::io::Error::last_os_error().to_string() }
-}
 
 /// Sizing of the shared-memory transport (the facade maps `WEFT_SHM_*` onto it).
 #[derive(Clone, Debug, PartialEq, Eq)]

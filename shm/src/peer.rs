@@ -2,7 +2,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::{errno_err, ShmError};
+use crate::error::{errno_err, ShmError};
 
 /// A pidfd: a descriptor that names one process (no pid-reuse race) and becomes readable when
 /// that process exits.
