@@ -5,6 +5,47 @@
 //! rendezvous protocol. The engine never names a concrete transport: the facade builds them
 //! (`weft-shm`, later libfabric) and hands them to [`crate::Engine`] with a route table.
 
+/// Copy `n` bytes from `src` to `dst`; up to 32 bytes inline, without a call into `memcpy`
+/// (the common small message is a few bytes). A leaf the engine and the transports share:
+/// the engine's receive side copies into user buffers with it, the shared-memory ring copies
+/// a send's payload into its record with it (inlined; it reads no engine state).
+///
+/// # Safety
+/// As [`std::ptr::copy_nonoverlapping`].
+#[inline(always)]
+pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
+    // of loads and stores overlap in the middle instead of reading past the end), which the
+    // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.
+    unsafe {
+        if n >= 16 {
+            if n > 32 {
+                std::ptr::copy_nonoverlapping(src, dst, n);
+                return;
+            }
+            let a = (src as *const u128).read_unaligned();
+            let b = (src.add(n - 16) as *const u128).read_unaligned();
+            (dst as *mut u128).write_unaligned(a);
+            (dst.add(n - 16) as *mut u128).write_unaligned(b);
+        } else if n >= 8 {
+            let a = (src as *const u64).read_unaligned();
+            let b = (src.add(n - 8) as *const u64).read_unaligned();
+            (dst as *mut u64).write_unaligned(a);
+            (dst.add(n - 8) as *mut u64).write_unaligned(b);
+        } else if n >= 4 {
+            let a = (src as *const u32).read_unaligned();
+            let b = (src.add(n - 4) as *const u32).read_unaligned();
+            (dst as *mut u32).write_unaligned(a);
+            (dst.add(n - 4) as *mut u32).write_unaligned(b);
+        } else if n > 0 {
+            let (a, b, c) = (*src, *src.add(n / 2), *src.add(n - 1));
+            *dst = a;
+            *dst.add(n / 2) = b;
+            *dst.add(n - 1) = c;
+        }
+    }
+}
+
 /// Wire class of a message; the engine dispatches on it.
 pub mod class {
     /// Point-to-point eager message: payload is the user data.

@@ -32,7 +32,6 @@ use crate::peer::{OpenError, PidFd};
 use crate::ring::{Consumer, Producer, MIN_RING_BYTES};
 use crate::segment::{Inbound, Outbound};
 
-
 /// Sizing of the shared-memory transport (the facade maps `WEFT_SHM_*` onto it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShmConfig {

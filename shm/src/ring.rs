@@ -308,7 +308,7 @@ impl Producer {
             self.store_word(end, 0, false);
             let p = self.data.add(at);
             std::ptr::copy_nonoverlapping((hdr as *const Header).cast::<u8>(), p.add(PREFIX), Header::SIZE);
-            copy_payload(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
+            weft_engine::transport::copy_bytes(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
             #[cfg(loom)]
             self.shadow.write(at + PREFIX, rec as usize - PREFIX);
             self.store_word(at, prefix_word(len as u32), true);
@@ -324,47 +324,6 @@ impl Producer {
         // SAFETY: ctrl valid per contract. Only a producer that continues this ring reads it.
         unsafe { (*self.ctrl).head.store(self.head, Release) };
         true
-    }
-}
-
-/// Copy `n` payload bytes into a record; up to 32 bytes inline, without a call into `memcpy`
-/// (the common small message is a few bytes). The ring's own copy, so that a send stays in
-/// the transport once the engine has handed it over (the engine has the same routine for
-/// the receive side's copy into a user buffer).
-///
-/// # Safety
-/// As [`std::ptr::copy_nonoverlapping`].
-#[inline(always)]
-unsafe fn copy_payload(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY: every access below is within the first `n` bytes of `src` / `dst` (the pairs
-    // of loads and stores overlap in the middle instead of reading past the end), which the
-    // caller guarantees are valid and do not overlap; unaligned accesses are used throughout.
-    unsafe {
-        if n >= 16 {
-            if n > 32 {
-                std::ptr::copy_nonoverlapping(src, dst, n);
-                return;
-            }
-            let a = (src as *const u128).read_unaligned();
-            let b = (src.add(n - 16) as *const u128).read_unaligned();
-            (dst as *mut u128).write_unaligned(a);
-            (dst.add(n - 16) as *mut u128).write_unaligned(b);
-        } else if n >= 8 {
-            let a = (src as *const u64).read_unaligned();
-            let b = (src.add(n - 8) as *const u64).read_unaligned();
-            (dst as *mut u64).write_unaligned(a);
-            (dst.add(n - 8) as *mut u64).write_unaligned(b);
-        } else if n >= 4 {
-            let a = (src as *const u32).read_unaligned();
-            let b = (src.add(n - 4) as *const u32).read_unaligned();
-            (dst as *mut u32).write_unaligned(a);
-            (dst.add(n - 4) as *mut u32).write_unaligned(b);
-        } else if n > 0 {
-            let (a, b, c) = (*src, *src.add(n / 2), *src.add(n - 1));
-            *dst = a;
-            *dst.add(n / 2) = b;
-            *dst.add(n - 1) = c;
-        }
     }
 }
 
@@ -621,20 +580,6 @@ mod tests {
 
     fn hdr(tag: i32, len: usize) -> Header {
         Header { class: 1, tag, len: len as u64, ..Header::default() }
-    }
-
-    #[test]
-    fn copy_payload_every_small_length() {
-        let src: Vec<u8> = (1..=80u8).collect();
-        for n in 0..=70 {
-            for off in 0..3 {
-                let mut dst = [0u8; 80];
-                // SAFETY: both ranges are in bounds (off + n <= 73 < 80) and belong to different buffers.
-                unsafe { copy_payload(src[off..].as_ptr(), dst[off..].as_mut_ptr(), n) };
-                assert_eq!(&dst[off..off + n], &src[off..off + n], "n {n} off {off}");
-                assert!(dst[..off].iter().chain(&dst[off + n..]).all(|&b| b == 0), "n {n} off {off}");
-            }
-        }
     }
 
     fn pop_all(c: &mut Consumer) -> Vec<(Header, Vec<u8>)> {

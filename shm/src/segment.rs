@@ -22,8 +22,8 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::ring::{RingCtrl, CTRL_BYTES};
 use crate::error::{errno_err, ShmError};
+use crate::ring::{RingCtrl, CTRL_BYTES};
 
 /// Magic number at the start of a segment ("WEFTSHM1").
 pub const SEG_MAGIC: u64 = u64::from_le_bytes(*b"WEFTSHM1");
