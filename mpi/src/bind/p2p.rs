@@ -5,6 +5,26 @@
 //! packed into a scratch buffer before a send and unpacked from one after a receive.
 //! `MPI_PROC_NULL` completes at once with the standard's status; `MPI_ANY_TAG` becomes the
 //! core's wildcard.
+//!
+//! The path of a send: a repeated `MPI_Send` of a dense type on an intracommunicator, below
+//! `MPI_THREAD_MULTIPLE`, to a peer on the same node, is 8 calls over 6 files:
+//!
+//! 1. `PMPI_Send` (this file; `export!`'s direct clause, `declare.rs`, expands here): reads
+//!    the instance (`state::DIRECT`), catches a panic inline;
+//! 2. `Shortcuts::hit` (`mpi/src/shortcut.rs`): compares communicator and type with the
+//!    point-to-point entry and turns buffer, count and type into the byte slice, the one
+//!    conversion, passed on as it is;
+//! 3. `OpsCore::send` (`src/ops/p2p.rs`): borrows the engine;
+//! 4. `Engine::send` (`engine/src/send.rs`, inlined) →
+//! 5. `Engine::isend_ctx` →
+//! 6. `send_target` (the same file): the one check of tag and destination (a negative one,
+//!    passed cast, fails there), the route;
+//! 7. `ShmTransport::try_send` (`shm/src/lib.rs`) →
+//! 8. `Producer::try_push` (`shm/src/ring.rs`): the record into the ring; nothing calls back
+//!    into the engine.
+//!
+//! An error goes out of line: with a negative destination or tag (`MPI_PROC_NULL`, a bad one)
+//! `send_failed` runs the call past its direct path, which checks the arguments itself.
 
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
