@@ -15,8 +15,8 @@
 ///   `ON` (a `state::On`) names.
 /// - `fn` *name* `/` *pname* `(args) on ON; direct |m| { DIRECT } |m| BODY`: the same with a direct
 ///   path, for the calls whose cost is measured per call. `DIRECT` runs first, inline in the
-///   export and only while MPI runs below `MPI_THREAD_MULTIPLE` (`m` from `state::direct`,
-///   no lock), and either returns the call's code or falls through; `BODY` then runs out of
+///   export and only while MPI runs below `MPI_THREAD_MULTIPLE` (`m` read from
+///   `state::DIRECT` in the export itself, no lock, no call), and either returns the call's code or falls through; `BODY` then runs out of
 ///   line (`#[cold]`, so the direct path stays straight-line) in `state::call` as above.
 /// - `fn` *name* `/` *pname* `(args) { ... }`: the raw form, for the functions that run without the
 ///   instance or outside the call wrapper (`MPI_Init`, `MPI_Initialized`, `MPI_Wtime`, ...).
@@ -29,7 +29,14 @@ macro_rules! export {
         /// Pointer arguments must be valid as the MPI standard requires for this function.
         #[no_mangle]
         pub unsafe extern "C" fn $pname($($a: $t),*) -> std::ffi::c_int {
-            if let Some($dm) = $crate::state::direct() $direct
+            // The instance read here, not through a function: the direct path calls nothing in
+            // `state.rs`.
+            let direct = $crate::state::DIRECT.load(std::sync::atomic::Ordering::Acquire);
+            if !direct.is_null() {
+                // SAFETY: a non-null `DIRECT` is the instance, for this call (`state::DIRECT`).
+                let $dm: &'static $crate::state::Mpi = unsafe { &*direct };
+                $direct
+            }
             /// The call past its direct path, out of line.
             ///
             /// # Safety

@@ -215,32 +215,67 @@ impl Shortcuts {
         (p.comm == comm && p.dt == dt).then_some((p.id, p.size))
     }
 
-    /// What a point-to-point call's lock-free path needs, from the entry only (no lookup on a
+    /// What a blocking send's lock-free path needs, from the entry only (no lookup on a
     /// miss): if `comm` and `dt` are the entry and `count` is not negative, the core
-    /// communicator, the buffer (dangling but non-null when it is NULL and no byte moves) and
-    /// the byte count. The one place the direct paths turn a C buffer, count and type into
-    /// bytes.
+    /// communicator and the application's buffer as bytes (empty when `buf` is NULL and no
+    /// byte moves). The one place the direct send turns a C buffer, count and type into
+    /// bytes; [`Shortcuts::hit_mut`] is its receiving twin. The entry is read here rather than
+    /// through [`Shortcuts::peer`]: one call on the path of `MPI_Send`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `count` elements of `dt` for `'a`.
     #[inline(always)]
-    pub(crate) fn hit(
+    pub(crate) unsafe fn hit<'a>(
         &self,
         comm: MPI_Comm,
         buf: *const c_void,
         count: MPI_Count,
         dt: MPI_Datatype,
-    ) -> Option<(CommId, NonNull<u8>, usize)> {
-        let (id, size) = self.peer(comm, dt)?;
-        if count < 0 {
+    ) -> Option<(CommId, &'a [u8])> {
+        let p = self.p2p.get();
+        if p.comm != comm || p.dt != dt || count < 0 {
             return None;
         }
         // Signed: one multiply with an overflow flag; the entry's size is at most `i64::MAX`
         // (`Mpi::resolve_direct` keeps no larger one), so a product that fits is the byte count.
-        let n = count.checked_mul(size as i64)? as usize;
-        let p = match NonNull::new(buf as *mut u8) {
-            Some(p) => p,
-            None if n == 0 => NonNull::dangling(),
+        let n = count.checked_mul(p.size as i64)? as usize;
+        let s: &[u8] = match NonNull::new(buf as *mut u8) {
+            // SAFETY: the application's buffer of `n` bytes (its count and type), by the
+            // caller's contract.
+            Some(b) => unsafe { std::slice::from_raw_parts(b.as_ptr(), n) },
+            None if n == 0 => &[],
             None => return None,
         };
-        Some((id, p, n))
+        Some((p.id, s))
+    }
+
+    /// [`Shortcuts::hit`] for a blocking receive: the buffer as bytes to write.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `count` elements of `dt`, and not otherwise accessed,
+    /// for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn hit_mut<'a>(
+        &self,
+        comm: MPI_Comm,
+        buf: *mut c_void,
+        count: MPI_Count,
+        dt: MPI_Datatype,
+    ) -> Option<(CommId, &'a mut [u8])> {
+        let p = self.p2p.get();
+        if p.comm != comm || p.dt != dt || count < 0 {
+            return None;
+        }
+        // As in `hit`.
+        let n = count.checked_mul(p.size as i64)? as usize;
+        let s: &mut [u8] = match NonNull::new(buf.cast::<u8>()) {
+            // SAFETY: the application's buffer of `n` bytes (its count and type), by the
+            // caller's contract.
+            Some(b) => unsafe { std::slice::from_raw_parts_mut(b.as_ptr(), n) },
+            None if n == 0 => &mut [],
+            None => return None,
+        };
+        Some((p.id, s))
     }
 
     /// Remember that `comm` (an intracommunicator) is core communicator `id` and `dt` (dense and

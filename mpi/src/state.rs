@@ -47,7 +47,7 @@ pub(crate) struct Mpi {
 /// (holding a `&Mpi` means init made it), under the thread model above.
 pub(crate) struct Owned<T>(UnsafeCell<Option<T>>);
 // SAFETY: as `Instance`: written once by `MPI_Init` before any call can reach it (the instance
-// is installed after), then read only through a `&Mpi`, which `call`/`direct` hand out under
+// is installed after), then read only through a `&Mpi`, which `call` and `DIRECT` hand out under
 // `LOCK` (MULTIPLE) or under the application's one-thread-at-a-time promise.
 unsafe impl<T> Sync for Owned<T> {}
 
@@ -96,8 +96,12 @@ static LOCK: ReentrantMutex<()> = ReentrantMutex::new(());
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// The instance while MPI runs below `MPI_THREAD_MULTIPLE` (null before init, after finalize
 /// and at `MULTIPLE`): one load tells a call's direct path both that MPI runs and that it
-/// takes no lock.
-static DIRECT: AtomicPtr<Instance> = AtomicPtr::new(std::ptr::null_mut());
+/// takes no lock. Read by `export!`'s direct clause, in the export itself (so that a direct
+/// path calls nothing in this file); a call that finds it null, or whose direct path
+/// declines, goes through [`call`]. A non-null value is the instance `install` made by
+/// `Box::into_raw` and never freed, and below `MULTIPLE` one thread at a time calls MPI (the
+/// application's promise), so it may be used as a `&'static Mpi`.
+pub(crate) static DIRECT: AtomicPtr<Mpi> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Life cycle of the library in this process.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -127,7 +131,8 @@ pub(crate) fn install(mpi: Mpi) {
     INSTANCE.store(p, Ordering::Release);
     PHASE.store(Phase::Running as u8, Ordering::Release);
     if !multiple() {
-        DIRECT.store(p, Ordering::Release);
+        // SAFETY: `p` is the live allocation just made; the field's address, no access.
+        DIRECT.store(unsafe { std::ptr::addr_of_mut!((*p).0) }, Ordering::Release);
     }
 }
 
@@ -193,17 +198,6 @@ pub(crate) fn call(name: &'static str, on: On, f: impl FnOnce(&'static Mpi) -> M
     code
 }
 
-/// The instance for a call's direct path: `Some` only while MPI runs below
-/// `MPI_THREAD_MULTIPLE`, where a call takes no lock. A call that finds `None`, or that its
-/// direct path declines, goes through [`call`].
-#[inline(always)]
-pub(crate) fn direct() -> Option<&'static Mpi> {
-    let p = DIRECT.load(Ordering::Acquire);
-    // SAFETY: a non-null `DIRECT` is the pointer `install` made by `Box::into_raw`, never
-    // freed; below MULTIPLE one thread at a time calls MPI (the application's promise).
-    (!p.is_null()).then(|| unsafe { &(*p).0 })
-}
-
 /// Run `f`, the operations-core call of a direct path of the exported function `name`, as
 /// [`call`] runs a body: a panic becomes `MPI_ERR_INTERN` on the error handler of the object
 /// `on` names, whose code is the `Err`.
@@ -220,10 +214,11 @@ pub(crate) fn raise_cold(mpi: &Mpi, name: &'static str, on: On, e: MpiErr) -> c_
     (mpi.raise)(mpi, name, on, e)
 }
 
-/// A panic of a direct path, as `MPI_ERR_INTERN` to the error handler.
+/// A panic of a direct path, as `MPI_ERR_INTERN` to the error handler of the object `on`
+/// names; the code to return.
 #[cold]
 #[inline(never)]
-fn raise_panic(mpi: &Mpi, name: &'static str, on: On, p: Box<dyn std::any::Any + Send>) -> c_int {
+pub(crate) fn raise_panic(mpi: &Mpi, name: &'static str, on: On, p: Box<dyn std::any::Any + Send>) -> c_int {
     (mpi.raise)(mpi, name, on, panic_error(&p))
 }
 

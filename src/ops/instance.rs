@@ -1,7 +1,8 @@
 //! One weft instance ([`OpsCore`]): its state (engine, runtime, configuration, FT,
 //! collectives, the union communicator with the parents), its start, which wires the
 //! transports, FT, collectives and parents together, its end (finalize, abandon, abort) and
-//! the engine borrow every operation takes.
+//! the engine borrow every operation takes (the blocking send and receive, the hot path,
+//! write the same borrow inline in `p2p.rs`).
 
 use std::cell::{Cell, RefCell, RefMut};
 
@@ -56,7 +57,8 @@ impl OpsCore {
         })
     }
 
-    /// The engine, borrowed for one operation.
+    /// The engine, borrowed for one operation (a re-entrant call fails; `OpsCore::send` and
+    /// `OpsCore::recv` borrow it the same way inline).
     #[inline]
     pub(super) fn eng(&self) -> EngineResult<RefMut<'_, Engine>> {
         self.engine.try_borrow_mut().map_err(|_| reentrant())

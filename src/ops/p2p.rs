@@ -4,7 +4,7 @@
 
 use weft_engine::{CommId, Message, ReqId, Status};
 
-use super::{EngineResult, OpsCore};
+use super::{reentrant, EngineResult, OpsCore};
 use crate::EngineError;
 
 impl OpsCore {
@@ -18,16 +18,20 @@ impl OpsCore {
         Ok(dst as u32)
     }
 
-    /// Blocking send of `buf` to `dst` with `tag`.
+    /// Blocking send of `buf` to `dst` with `tag`. The engine checks `dst` and `tag` (an
+    /// invalid one fails before anything is sent). The engine is borrowed here, not through
+    /// `OpsCore::eng` (`instance.rs`): this and [`OpsCore::recv`] are the hot path of every
+    /// blocking message, kept to one call per file.
     #[inline]
     pub fn send(&self, c: CommId, buf: &[u8], dst: u32, tag: i32) -> EngineResult<()> {
-        self.eng()?.send(c, buf, dst, tag)
+        self.engine.try_borrow_mut().map_err(|_| reentrant())?.send(c, buf, dst, tag)
     }
 
-    /// Blocking receive into `buf` from `src` (or `ANY_SOURCE`) with `tag` (or `ANY_TAG`).
+    /// Blocking receive into `buf` from `src` (or `ANY_SOURCE`) with `tag` (or `ANY_TAG`);
+    /// the engine borrowed as in [`OpsCore::send`].
     #[inline]
     pub fn recv(&self, c: CommId, buf: &mut [u8], src: i32, tag: i32) -> EngineResult<Status> {
-        self.eng()?.recv(c, buf, src, tag)
+        self.engine.try_borrow_mut().map_err(|_| reentrant())?.recv(c, buf, src, tag)
     }
 
     /// Start a send of `len` bytes at `buf`.

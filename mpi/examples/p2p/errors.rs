@@ -67,6 +67,19 @@ pub fn run(me: c_int) {
     let stale = r;
     ok!(MPI_Send(buf.as_ptr().cast(), 1, MPI_INT, me, 3, W));
     ok!(MPI_Wait(&mut r, IGNORE));
+    // The same on the direct paths (`W` and `MPI_INT` are their shortcut now; the engine checks
+    // a direct send's destination and tag): `MPI_PROC_NULL` moves nothing, bad values fail
+    // with their class and the message of the full path.
+    ok!(MPI_Send(buf.as_ptr().cast(), 1, MPI_INT, MPI_PROC_NULL, 3, W));
+    fails!(MPI_ERR_RANK, MPI_Send(buf.as_ptr().cast(), 1, MPI_INT, -7, 3, W));
+    fails!(MPI_ERR_RANK, MPI_Send(buf.as_ptr().cast(), 1, MPI_INT, 7, 3, W));
+    check!(error_string(MPI_ERR_RANK).contains('7'), "the rank error names no rank");
+    fails!(MPI_ERR_TAG, MPI_Send(buf.as_ptr().cast(), 1, MPI_INT, other, -5, W));
+    check!(error_string(MPI_ERR_TAG).contains("send tags are >= 0"), "the send tag error's text");
+    ok!(MPI_Recv(rbuf.as_mut_ptr().cast(), 1, MPI_INT, MPI_PROC_NULL, 3, W, &mut st));
+    check!(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG, "receive from MPI_PROC_NULL");
+    fails!(MPI_ERR_RANK, MPI_Recv(rbuf.as_mut_ptr().cast(), 1, MPI_INT, -7, 3, W, IGNORE));
+    fails!(MPI_ERR_TAG, MPI_Recv(rbuf.as_mut_ptr().cast(), 1, MPI_INT, other, -5, W, IGNORE));
     for mut h in [stale, 0xdead_0000] {
         fails!(MPI_ERR_REQUEST, MPI_Wait(&mut h, IGNORE));
         fails!(MPI_ERR_REQUEST, MPI_Test(&mut h, &mut flag, IGNORE));
@@ -97,4 +110,13 @@ pub fn run(me: c_int) {
         &mut st
     ));
     check!(st.MPI_SOURCE == other, "a call after the bad ones");
+}
+
+/// The library's text for error code `rc` (the details of the last error of its class).
+fn error_string(rc: c_int) -> String {
+    let mut text = vec![0u8; MPI_MAX_ERROR_STRING as usize];
+    let mut len: c_int = 0;
+    // SAFETY: `text` holds MPI_MAX_ERROR_STRING bytes, as the call requires.
+    unsafe { MPI_Error_string(rc, text.as_mut_ptr().cast(), &mut len) };
+    String::from_utf8_lossy(&text[..len.max(0) as usize]).into_owned()
 }

@@ -291,7 +291,7 @@ pub(crate) fn in_place(p: *const c_void) -> bool {
 ///
 /// # Safety
 /// The application's buffers `send` and `recv` are valid for the call; MPI runs below
-/// `MPI_THREAD_MULTIPLE` (`m` came from [`state::direct`]).
+/// `MPI_THREAD_MULTIPLE` (`m` came from `state::DIRECT`).
 #[inline(always)]
 pub(crate) unsafe fn run_direct<const KIND: u8>(
     m: &Mpi,

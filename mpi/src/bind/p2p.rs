@@ -5,8 +5,29 @@
 //! packed into a scratch buffer before a send and unpacked from one after a receive.
 //! `MPI_PROC_NULL` completes at once with the standard's status; `MPI_ANY_TAG` becomes the
 //! core's wildcard.
+//!
+//! The path of a send: a repeated `MPI_Send` of a dense type on an intracommunicator, below
+//! `MPI_THREAD_MULTIPLE`, to a peer on the same node, is 8 calls over 6 files:
+//!
+//! 1. `PMPI_Send` (this file; `export!`'s direct clause, `declare.rs`, expands here): reads
+//!    the instance (`state::DIRECT`), catches a panic inline;
+//! 2. `Shortcuts::hit` (`mpi/src/shortcut.rs`): compares communicator and type with the
+//!    point-to-point entry and turns buffer, count and type into the byte slice, the one
+//!    conversion, passed on as it is;
+//! 3. `OpsCore::send` (`src/ops/p2p.rs`): borrows the engine;
+//! 4. `Engine::send` (`engine/src/send.rs`, inlined) →
+//! 5. `Engine::isend_ctx` →
+//! 6. `send_target` (the same file): the one check of tag and destination (a negative one,
+//!    passed cast, fails there), the route;
+//! 7. `ShmTransport::try_send` (`shm/src/lib.rs`) →
+//! 8. `Producer::try_push` (`shm/src/ring.rs`): the record into the ring; nothing calls back
+//!    into the engine.
+//!
+//! An error goes out of line: with a negative destination or tag (`MPI_PROC_NULL`, a bad one)
+//! `send_failed` runs the call past its direct path, which checks the arguments itself.
 
 use std::ffi::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use weft::ops::{CommId, ReqId};
 use weft::EngineError;
@@ -288,33 +309,21 @@ export! {
     /// `MPI_Send`: standard-mode blocking send.
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) on On::Comm(comm);
     direct |m| {
-        if (dest | tag) >= 0 {
-            if let Some((c, p, n)) = m.shortcuts.hit(comm, buf, count.into(), datatype) {
-                // SAFETY: the application's buffer of `n` bytes (its count and type).
-                let s = unsafe { std::slice::from_raw_parts(p.as_ptr(), n) };
-                let on = On::Comm(comm);
-                return match state::catching(m, "MPI_Send", on, || m.core.send(c, s, dest as u32, tag)) {
-                    Ok(Ok(())) => MPI_SUCCESS,
-                    Ok(Err(e)) => engine_error(m, "MPI_Send", on, e),
-                    Err(code) => code,
-                };
-            }
+        // SAFETY: the application's buffer (its count and type), read during the call only.
+        if let Some((c, s)) = unsafe { m.shortcuts.hit(comm, buf, count.into(), datatype) } {
+            // Destination and tag go to the engine unchecked, which checks them once: a
+            // negative one (cast, no rank of any communicator) fails there before anything
+            // is sent, and `send_failed` hands the call to the full path.
+            return match catch_unwind(AssertUnwindSafe(|| m.core.send(c, s, dest as u32, tag))) {
+                Ok(Ok(())) => MPI_SUCCESS,
+                // SAFETY: forwarded contract.
+                Ok(Err(e)) => unsafe { send_failed(m, e, buf, count, datatype, dest, tag, comm) },
+                Err(p) => state::raise_panic(m, "MPI_Send", On::Comm(comm), p),
+            };
         }
     }
-    // Not the shortcut's communicator and type: the first call on them makes them the
-    // shortcut; anything else [`send_full`] handles.
-    |m| {
-        if dest >= 0 && tag >= 0 && !multiple() {
-            if let Some((c, n)) = m.direct(comm, buf, count.into(), datatype) {
-                // SAFETY: the application's buffer of `n` bytes (its count and type),
-                // non-null when `n > 0`.
-                let s = unsafe { bytes(buf, n) };
-                return m.core.send(c, s, dest as u32, tag).map_err(MpiErr::from);
-            }
-        }
-        // SAFETY: forwarded contract.
-        unsafe { send_full(m, buf, count, datatype, dest, tag, comm) }
-    }
+    // SAFETY: forwarded contract.
+    |m| unsafe { send_call(m, buf, count, datatype, dest, tag, comm) }
 }
 
 /// An operations-core error of a direct path, to the error handler; the code to return.
@@ -322,6 +331,63 @@ export! {
 #[inline(never)]
 pub(crate) fn engine_error(m: &Mpi, name: &'static str, on: On, e: EngineError) -> c_int {
     state::raise_cold(m, name, on, e.into())
+}
+
+/// `MPI_Send`'s direct path failed with `e`; the code to return. With a negative destination
+/// or tag the engine refused the call before anything changed (a re-entrant call, a revoked
+/// communicator, the tag, the rank: it checks nothing that changes state before the rank),
+/// so the call runs again past its direct path, which completes `MPI_PROC_NULL` and rejects
+/// any other negative value with its MPI error class and message. Any other error is the
+/// call's, to the error handler.
+///
+/// # Safety
+/// As `MPI_Send`.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_failed(
+    m: &Mpi,
+    e: EngineError,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    if (dest | tag) < 0 {
+        // SAFETY: forwarded contract.
+        return state::call("MPI_Send", On::Comm(comm), |m| unsafe {
+            send_call(m, buf, count, datatype, dest, tag, comm)
+        });
+    }
+    state::raise_cold(m, "MPI_Send", On::Comm(comm), e.into())
+}
+
+/// The body of `MPI_Send` past its direct path: the first call on a communicator and type
+/// (which makes them the shortcut), and every call [`send_full`] handles.
+///
+/// # Safety
+/// As `MPI_Send`.
+unsafe fn send_call(
+    m: &Mpi,
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    if dest >= 0 && tag >= 0 && !multiple() {
+        if let Some((c, n)) = m.direct(comm, buf, count.into(), datatype) {
+            // SAFETY: the application's buffer of `n` bytes (its count and type),
+            // non-null when `n > 0`.
+            let s = unsafe { bytes(buf, n) };
+            return m.core.send(c, s, dest as u32, tag).map_err(MpiErr::from);
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { send_full(m, buf, count, datatype, dest, tag, comm) }
 }
 
 /// `MPI_Send` past its direct path: `MPI_PROC_NULL`, a type or communicator the shortcut does
@@ -377,12 +443,11 @@ unsafe fn recv_direct<const LARGE: bool>(
     // A rank or MPI_ANY_SOURCE (the core's wildcard has its value), a tag or MPI_ANY_TAG (the
     // core's wildcard is -1, which is no MPI tag).
     if source >= MPI_ANY_SOURCE && tag >= MPI_ANY_TAG && tag != weft::ANY_TAG {
-        if let Some((c, p, n)) = m.shortcuts.hit(comm, buf, count, datatype) {
+        // SAFETY: the application's buffer (its count and type), written during the call only.
+        if let Some((c, s)) = unsafe { m.shortcuts.hit_mut(comm, buf, count, datatype) } {
             let tag = if tag == MPI_ANY_TAG { weft::ANY_TAG } else { tag };
-            // SAFETY: the application's buffer of `n` bytes (its count and type).
-            let s = unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), n) };
             let name = recv_name::<LARGE>();
-            return Some(match state::catching(m, name, On::Comm(comm), || m.core.recv(c, s, source, tag)) {
+            return Some(match catch_unwind(AssertUnwindSafe(|| m.core.recv(c, s, source, tag))) {
                 Ok(Ok(st)) => {
                     // SAFETY: status pointer from the caller.
                     unsafe { store_received(status, &st) };
@@ -390,7 +455,7 @@ unsafe fn recv_direct<const LARGE: bool>(
                 }
                 // SAFETY: forwarded contract.
                 Ok(Err(x)) => unsafe { recv_error(m, name, comm, x, status) },
-                Err(code) => code,
+                Err(p) => state::raise_panic(m, name, On::Comm(comm), p),
             });
         }
     }
