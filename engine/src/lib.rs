@@ -34,7 +34,8 @@
 //!   ([`Diagnostics`]).
 //!
 //! A send: [`Engine::send`] → `isend_ctx` (checks, route) → the transport's `try_send`
-//! (shared memory: its ring's `try_push`), which calls nothing back in the engine.
+//! (shared memory: its ring's `try_push`), which calls nothing back in the engine's state
+//! (it copies with the wire module's leaves, `Header::as_bytes` and `transport::copy_bytes`).
 
 mod activity;
 mod buffer;

@@ -302,12 +302,10 @@ impl Producer {
         // Release store that publishes the record, the record bytes before its prefix, and a
         // record behind a skip marker before the marker. `payload` does not overlap ring
         // memory that is being written (it is either private memory or a consumed record).
-        // The header is read as its `Header::SIZE` bytes: it is `repr(C)` integers without
-        // padding, so every byte is initialised.
         unsafe {
             self.store_word(end, 0, false);
             let p = self.data.add(at);
-            std::ptr::copy_nonoverlapping((hdr as *const Header).cast::<u8>(), p.add(PREFIX), Header::SIZE);
+            std::ptr::copy_nonoverlapping(hdr.as_bytes().as_ptr(), p.add(PREFIX), Header::SIZE);
             weft_engine::transport::copy_bytes(payload.as_ptr(), p.add(RECORD_OVERHEAD), len);
             #[cfg(loom)]
             self.shadow.write(at + PREFIX, rec as usize - PREFIX);

@@ -20,9 +20,9 @@
 //! 6. `send_target` (the same file): the one check of tag and destination (a negative one,
 //!    passed cast, fails there), the route;
 //! 7. `ShmTransport::try_send` (`shm/src/lib.rs`) →
-//! 8. `Producer::try_push` (`shm/src/ring.rs`): the record into the ring (its payload copy is
-//!    `weft_engine::transport::copy_bytes`, a leaf inlined there); nothing calls back into the
-//!    engine's state.
+//! 8. `Producer::try_push` (`shm/src/ring.rs`): the record into the ring (its copies are the
+//!    wire module's leaves `Header::as_bytes` and `transport::copy_bytes`); nothing calls back
+//!    into the engine's state.
 //!
 //! An error goes out of line: with a negative destination or tag (`MPI_PROC_NULL`, a bad one)
 //! `send_failed` runs the call past its direct path, which checks the arguments itself.
