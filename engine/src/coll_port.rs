@@ -18,15 +18,13 @@ impl CollPort {
     /// The collectives' capability over `e`.
     #[inline(always)]
     pub fn of(e: &mut Engine) -> &mut CollPort {
-        e.as_coll()
+        e.view()
     }
 
     /// Read-only [`CollPort::of`] (communicator queries, algorithm selection).
     #[inline(always)]
     pub fn of_ref(e: &Engine) -> &CollPort {
-        // SAFETY: `CollPort` is `repr(transparent)` over `Engine`, so the two have one
-        // layout, and the returned borrow is the borrow of `e`.
-        unsafe { &*(e as *const Engine).cast::<CollPort>() }
+        e.view_ref()
     }
 
     /// Start advancing `a` on every progress call until it reports [`crate::Step::Done`].

@@ -12,13 +12,14 @@ use crate::{CommId, Engine};
 #[repr(transparent)]
 pub struct Communicators(Engine);
 
+// SAFETY: `repr(transparent)` over `Engine`.
+unsafe impl crate::engine::View for Communicators {}
+
 impl Communicators {
     /// The communicators of `e`.
     #[inline(always)]
     pub fn of(e: &mut Engine) -> &mut Communicators {
-        // SAFETY: `Communicators` is `repr(transparent)` over `Engine`, so the two have one
-        // layout, and the returned borrow is the borrow of `e`.
-        unsafe { &mut *(e as *mut Engine).cast::<Communicators>() }
+        e.view()
     }
 
     /// Duplicate `c`: same group, new context. Collective over `c`.

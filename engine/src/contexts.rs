@@ -14,20 +14,20 @@ use crate::{CommId, Engine};
 #[repr(transparent)]
 pub struct Contexts(Engine);
 
+// SAFETY: `repr(transparent)` over `Engine`.
+unsafe impl crate::engine::View for Contexts {}
+
 impl Contexts {
     /// The context ids of `e`.
     #[inline(always)]
     pub fn of(e: &mut Engine) -> &mut Contexts {
-        // SAFETY: `Contexts` is `repr(transparent)` over `Engine`, so the two have one layout,
-        // and the returned borrow is the borrow of `e`.
-        unsafe { &mut *(e as *mut Engine).cast::<Contexts>() }
+        e.view()
     }
 
     /// Read-only [`Contexts::of`].
     #[inline(always)]
     pub fn of_ref(e: &Engine) -> &Contexts {
-        // SAFETY: as in `of`.
-        unsafe { &*(e as *const Engine).cast::<Contexts>() }
+        e.view_ref()
     }
 
     /// This process's next free context id (what it contributes to a context agreement).

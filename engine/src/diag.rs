@@ -13,13 +13,14 @@ use crate::Engine;
 #[repr(transparent)]
 pub struct Diagnostics(Engine);
 
+// SAFETY: `repr(transparent)` over `Engine`.
+unsafe impl crate::engine::View for Diagnostics {}
+
 impl Diagnostics {
     /// The diagnostics of `e`.
     #[inline(always)]
     pub fn of(e: &Engine) -> &Diagnostics {
-        // SAFETY: `Diagnostics` is `repr(transparent)` over `Engine`, so the two have one
-        // layout, and the returned borrow is the borrow of `e`.
-        unsafe { &*(e as *const Engine).cast::<Diagnostics>() }
+        e.view_ref()
     }
 
     /// Name of the transport that carries traffic to world rank `peer` ("self", "none", ...).

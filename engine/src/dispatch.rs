@@ -36,7 +36,7 @@ impl Engine {
             let i = h.class as usize;
             match self.extensions.handlers.get_mut(i).and_then(Option::take) {
                 Some(mut handler) => {
-                    handler(self.as_ft(), peer, &h, &payload);
+                    handler(self.view::<crate::FtPort>(), peer, &h, &payload);
                     // Put it back unless the handler installed a replacement.
                     if self.extensions.handlers[i].is_none() {
                         self.extensions.handlers[i] = Some(handler);

@@ -171,7 +171,7 @@ pub(crate) struct ForColl<A>(pub(crate) A);
 impl<A: Activity<CollPort>> Run for ForColl<A> {
     #[inline]
     fn run(&mut self, e: &mut Engine) -> Step {
-        self.0.advance(e.as_coll())
+        self.0.advance(e.view())
     }
 }
 
@@ -181,7 +181,7 @@ pub(crate) struct ForFt<A>(pub(crate) A);
 impl<A: Activity<FtPort>> Run for ForFt<A> {
     #[inline]
     fn run(&mut self, e: &mut Engine) -> Step {
-        self.0.advance(e.as_ft())
+        self.0.advance(e.view())
     }
 }
 
@@ -277,21 +277,33 @@ impl Engine {
         self.core.reqs.get(id).is_some()
     }
 
-    /// This engine as the collectives layer's capability.
+    /// This engine as the view `V` (a capability or interface type).
     #[inline(always)]
-    pub(crate) fn as_coll(&mut self) -> &mut CollPort {
-        // SAFETY: `CollPort` is `repr(transparent)` over `Engine`, so the two have one
-        // layout, and the returned borrow is the borrow of `self`.
-        unsafe { &mut *(self as *mut Engine).cast::<CollPort>() }
+    pub(crate) fn view<V: View>(&mut self) -> &mut V {
+        // SAFETY: `V: View` is `repr(transparent)` over `Engine` (the trait's contract), so
+        // the two have one layout, and the returned borrow is the borrow of `self`.
+        unsafe { &mut *(self as *mut Engine).cast::<V>() }
     }
 
-    /// This engine as the fault-tolerance layer's capability.
+    /// This engine as the read-only view `V`.
     #[inline(always)]
-    pub(crate) fn as_ft(&mut self) -> &mut FtPort {
-        // SAFETY: as in `as_coll`.
-        unsafe { &mut *(self as *mut Engine).cast::<FtPort>() }
+    pub(crate) fn view_ref<V: View>(&self) -> &V {
+        // SAFETY: as in `view`.
+        unsafe { &*(self as *const Engine).cast::<V>() }
     }
 }
+
+/// A type that is the engine under another name, offering a narrow set of its methods (the
+/// layers' capabilities and the facade's interfaces): [`Engine::view`] turns the engine into
+/// one.
+///
+/// # Safety
+/// The type must be `#[repr(transparent)]` over [`Engine`].
+pub(crate) unsafe trait View {}
+// SAFETY: `repr(transparent)` over `Engine` (declared above).
+unsafe impl View for CollPort {}
+// SAFETY: `repr(transparent)` over `Engine` (declared above).
+unsafe impl View for FtPort {}
 
 impl Core {
     pub(crate) fn finish(&mut self, id: ReqId, res: Result<Status>) {

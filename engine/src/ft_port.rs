@@ -31,7 +31,7 @@ impl FtPort {
     /// The fault-tolerance layer's capability over `e`.
     #[inline(always)]
     pub fn of(e: &mut Engine) -> &mut FtPort {
-        e.as_ft()
+        e.view()
     }
 
     /// Start advancing `a` on every progress call until it reports [`crate::Step::Done`].

@@ -15,13 +15,14 @@ use crate::{Engine, FailureSource};
 #[repr(transparent)]
 pub struct Setup(Engine);
 
+// SAFETY: `repr(transparent)` over `Engine`.
+unsafe impl crate::engine::View for Setup {}
+
 impl Setup {
     /// The setup of `e`.
     #[inline(always)]
     pub fn of(e: &mut Engine) -> &mut Setup {
-        // SAFETY: `Setup` is `repr(transparent)` over `Engine`, so the two have one layout,
-        // and the returned borrow is the borrow of `e`.
-        unsafe { &mut *(e as *mut Engine).cast::<Setup>() }
+        e.view()
     }
 
     /// Add a transport that reaches the world ranks `peers`; returns its index.
