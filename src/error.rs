@@ -53,7 +53,10 @@ impl From<EngineError> for Error {
 
 /// The epoch the job moved to, when `e` is a failure-class error (`ProcFailed`,
 /// `ProcFailedPending`, `Revoked`, `Transport`) of an instance whose epoch the job has left:
-/// such an error is a rollback (checked on the error path only).
+/// such an error is a rollback (checked on the error path only). Always inline: as part of
+/// `From<EngineError>` on every `?` of the Rust API, an out-of-line call changed how the
+/// blocking send and receive inline into a caller's loop (see docs/performance-log.md).
+#[inline(always)]
 pub(crate) fn abandoned_epoch(e: &EngineError) -> Option<u64> {
     if matches!(
         e,
